@@ -1,0 +1,40 @@
+# Two commands set everything up on a fresh machine with Python 3.11 and make:
+#   make lab   - create .venv if needed, install the pinned dependencies, open the course in JupyterLab
+#   make test  - create .venv if needed and run every test
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+JOBS   ?= 2
+
+.PHONY: lab test test-fast bench venv clean exercises
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@touch $(STAMP)
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab notebooks $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+
+test: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) --durations=15
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) -m "not slow" fp8lab tests
+
+bench: $(STAMP)
+	$(PY) bench/codec.py
+	$(PY) bench/scaling.py
+	$(PY) bench/gemm.py
+
+exercises: $(STAMP)
+	$(PY) -m fp8lab.labs generate
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

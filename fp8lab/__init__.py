@@ -1,0 +1,17 @@
+"""fp8lab: low-precision numerics for large models, from the bits up.
+
+>>> import fp8lab as fl
+>>> fl.get_format("e4m3").max
+448.0
+"""
+
+from .codec import decode, decode_table, encode, quantize
+from .formats import FloatFormat, IntFormat
+from .registry import get_format, list_formats, register_format
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FloatFormat", "IntFormat", "get_format", "list_formats", "register_format",
+    "encode", "decode", "quantize", "decode_table",
+]

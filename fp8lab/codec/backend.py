@@ -1,0 +1,103 @@
+"""A tiny array-library shim so one codec algorithm serves numpy arrays and torch tensors.
+
+>>> import numpy as np
+>>> backend_of(np.zeros(3)).name
+'numpy'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+try:  # torch is optional: the numpy path never needs it
+    import torch
+except ImportError:  # pragma: no cover - exercised only where torch is absent
+    torch = None  # type: ignore[assignment]
+
+__all__ = ["Backend", "NUMPY", "backend_of", "is_torch"]
+
+
+def is_torch(x: Any) -> bool:
+    """Whether ``x`` is a torch tensor (False when torch is not installed).
+
+    >>> is_torch([1.0])
+    False
+    """
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+class Backend:
+    """The handful of array operations the codec needs, for numpy or torch."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.np = name == "numpy"
+
+    # dtypes --------------------------------------------------------------------------------
+    def int32(self):  # noqa: D102 - trivial accessors
+        return np.int32 if self.np else torch.int32
+
+    def int64(self):  # noqa: D102
+        return np.int64 if self.np else torch.int64
+
+    def uint_dtype(self, bits: int):
+        """The unsigned code dtype for ``bits`` (torch has only uint8 natively, so wider codes use int32)."""
+        if self.np:
+            return np.uint8 if bits <= 8 else np.uint16 if bits <= 16 else np.uint32
+        return torch.uint8 if bits <= 8 else torch.uint16 if bits <= 16 else torch.uint32
+
+    # operations ---------------------------------------------------------------------------
+    def where(self, cond, a, b):  # noqa: D102
+        if self.np:
+            return np.where(cond, a, b)
+        return torch.where(cond, a, b)
+
+    def maximum(self, a, c: int):  # noqa: D102
+        return np.maximum(a, c) if self.np else torch.clamp(a, min=c)
+
+    def minimum(self, a, c: int):  # noqa: D102
+        return np.minimum(a, c) if self.np else torch.clamp(a, max=c)
+
+    def astype(self, a, dtype):  # noqa: D102
+        return a.astype(dtype, copy=False) if self.np else a.to(dtype)
+
+    def bits_of_float32(self, x):
+        """Reinterpret float32 values as int32 bit patterns."""
+        return x.view(np.int32) if self.np else x.view(torch.int32)
+
+    def float32_of_bits(self, u):
+        """Reinterpret int32 bit patterns as float32 values."""
+        return u.view(np.float32) if self.np else u.view(torch.float32)
+
+    def random_bits(self, shape, nbits, generator, like):
+        """Uniform random integers in ``[0, 2^nbits)`` (nbits may be an array), as int64."""
+        if self.np:
+            r = generator.integers(0, 1 << 62, size=shape, dtype=np.int64)
+            return r >> (62 - np.asarray(nbits, dtype=np.int64))
+        r = torch.randint(0, 1 << 62, tuple(shape), generator=generator, dtype=torch.int64, device=like.device)
+        return r >> (62 - nbits.to(torch.int64))
+
+
+NUMPY = Backend("numpy")
+TORCH = Backend("torch")
+
+
+def backend_of(x: Any) -> Backend:
+    """The backend that handles ``x``: torch for tensors, numpy for everything else.
+
+    >>> backend_of(1.0).name
+    'numpy'
+    """
+    return TORCH if is_torch(x) else NUMPY
+
+
+def _ldexp(self, mant, exp):
+    """``mant * 2^exp`` in float64 (exact for every code of a format up to 32 bits)."""
+    if self.np:
+        return np.ldexp(mant.astype(np.float64), exp.astype(np.int32))
+    return torch.ldexp(mant.to(torch.float64), exp.to(torch.float64))
+
+
+Backend.ldexp = _ldexp  # type: ignore[attr-defined]

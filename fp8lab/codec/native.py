@@ -1,0 +1,64 @@
+"""torch's own casts as fast paths, used only where tests prove them bit-identical to our codec.
+
+Where torch's cast differs (its E4M3FN cast saturates; its E8M0 cast ignores the sign and maps 0
+to 2^-127), a fix-up pass restores our (ml_dtypes) policy or the generic path is used instead.
+
+>>> import torch
+>>> encode(torch.tensor([1.0, 500.0]), __import__("fp8lab").get_format("e4m3"), False).tolist()
+[56, 127]
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..formats import Format
+from .backend import torch
+
+__all__ = ["encode", "NATIVE_DTYPES", "enabled"]
+
+#: fp8lab format name -> torch dtype name, for formats torch can cast to.
+NATIVE_DTYPES = {
+    "float8_e4m3fn": "float8_e4m3fn",
+    "float8_e5m2": "float8_e5m2",
+    "float8_e4m3fnuz": "float8_e4m3fnuz",
+    "float8_e5m2fnuz": "float8_e5m2fnuz",
+    "bfloat16": "bfloat16",
+    "float16": "float16",
+}
+
+enabled = True  # tests switch this off to compare the generic torch path with the native one
+
+
+def encode(x, fmt: Format, saturate: bool):
+    """Codes of float32 tensor ``x`` via torch's cast, or None where no proven fast path exists.
+
+    >>> encode(torch.tensor([3.0]), __import__("fp8lab").get_format("e8m0"), False) is None
+    True
+    """
+    name = NATIVE_DTYPES.get(fmt.name)
+    if not enabled or name is None or torch is None:
+        return None
+    dt = getattr(torch, name)
+    isnan = torch.isnan(x)
+    if fmt.bits == 16:
+        view = torch.int16
+        codes = x.to(dt).view(view).to(torch.int32) & 0xFFFF
+        codes = torch.where(isnan, fmt.nan_code | ((x.view(torch.int32) < 0).to(torch.int32) << 15), codes)
+        return codes.to(torch.uint16)
+    codes = x.to(dt).view(torch.uint8)
+    if fmt.name == "float8_e4m3fn":
+        if not saturate:  # torch saturates; ml_dtypes turns anything above the rounding threshold into NaN
+            threshold = fmt.max + math.ldexp(1.0, math.frexp(fmt.max)[1] - 2 - fmt.mantissa_bits)  # max + ulp/2 = 464
+            over = x.abs() > threshold
+            codes = torch.where(over, codes | 0x7F, codes)
+        return codes
+    if fmt.name == "float8_e5m2":
+        sign = (x.view(torch.int32) < 0).to(torch.uint8) << 7
+        codes = torch.where(isnan, fmt.nan_code | sign, codes)
+        if saturate:
+            codes = torch.where((codes & 0x7F) == fmt.inf_code, (codes & 0x80) | fmt.max_code, codes)
+        return codes
+    if saturate:  # fnuz: torch does not saturate; let the generic path do it
+        return None
+    return codes
