@@ -6,6 +6,7 @@
 """
 
 from .codec import decode, decode_table, encode, quantize
+from .explain import Explanation, explain
 from .formats import FloatFormat, IntFormat
 from .registry import get_format, list_formats, register_format
 
@@ -13,5 +14,5 @@ __version__ = "0.1.0"
 
 __all__ = [
     "FloatFormat", "IntFormat", "get_format", "list_formats", "register_format",
-    "encode", "decode", "quantize", "decode_table",
+    "encode", "decode", "quantize", "decode_table", "explain", "Explanation",
 ]

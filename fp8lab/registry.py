@@ -57,7 +57,7 @@ def register_format(fmt: Format) -> Format:
     """Make ``fmt`` available to :func:`get_format` under its name and aliases.
 
     >>> register_format(FloatFormat("my_e3m3", 3, 3, special="finite")).max
-    15.0
+    30.0
     """
     for n in (fmt.name, *fmt.aliases):
         k = _key(n)
@@ -81,7 +81,7 @@ def get_format(name: "str | Format") -> Format:
     >>> get_format("UE8M0").max
     1.7014118346046923e+38
     >>> get_format("e3m3").max
-    15.5
+    15.0
     """
     if isinstance(name, (FloatFormat, IntFormat)):
         return name

@@ -4,8 +4,8 @@ numpy (or anything array-like) in gives numpy out; a torch tensor in gives a ten
 device. The work is done in cache-sized chunks so that the temporaries of the bit arithmetic stay
 in the CPU cache.
 
->>> encode(0.8125, "e4m3"), float(decode(0x36, "e4m3")), quantize(0.3, "e4m3")
-(np.uint8(54), 0.8125, 0.3125)
+>>> encode(0.8125, "e4m3"), float(decode(0x35, "e4m3")), quantize(0.3, "e4m3")
+(np.uint8(53), 0.8125, 0.3125)
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from ..registry import get_format
 from . import native
 from .backend import NUMPY, TORCH, backend_of, is_torch, torch
 from .core import ROUNDINGS, decode_codes, encode_bits, int_decode, int_encode
+from .lut import encode_table, lut_index, lut_ok, split_bit, value_table
+from .wide import round_bits, wide_ok
 
 __all__ = ["encode", "decode", "quantize", "decode_table"]
 
@@ -45,7 +47,7 @@ def _numpy_float32(x: Any) -> np.ndarray:
             pass  # ml_dtypes scalar types show up as V on some numpy builds
         else:
             raise TypeError(f"expected real numbers (a float, int or bool array), got dtype {arr.dtype}")
-    return np.ascontiguousarray(arr, dtype=np.float32)
+    return np.asarray(arr, dtype=np.float32, order="C")  # ascontiguousarray would turn 0-d into 1-d
 
 
 def _torch_float32(x):
@@ -74,12 +76,22 @@ def _make_generator(generator, be):
 # encode
 def _encode_flat(flat, fmt: Format, be, rounding: str, saturate: bool, gen):
     """Encode a contiguous 1-D float32 array/tensor chunk by chunk into unsigned codes."""
-    out_dtype = be.uint_dtype(fmt.bits)
     n = flat.shape[0]
     if be.np:
-        out = np.empty(n, dtype=out_dtype)
+        out = np.empty(n, dtype=fmt.code_dtype)
+        if wide_ok(fmt, rounding):
+            bits = round_bits(flat.view(np.int32), fmt, rounding, saturate)
+            return (bits.view(np.uint32) >> (23 - fmt.mantissa_bits)).astype(fmt.code_dtype)
+        if lut_ok(fmt, rounding):
+            return _lut_apply(flat, encode_table(fmt, rounding, saturate), split_bit(fmt), out)
     else:
         out = torch.empty(n, dtype=torch.int32 if fmt.bits > 8 else torch.uint8, device=flat.device)
+        if lut_ok(fmt, rounding):
+            table = _torch_encode_table(fmt, rounding, saturate, flat.device)
+            k = split_bit(fmt)
+            u = flat.view(torch.int32)
+            idx = ((u >> (k - 1)) & ((1 << (33 - k)) - 2)) | ((u & ((1 << k) - 1)) != 0).to(torch.int32)
+            return table[idx.to(torch.int64)]
     chunk = CHUNK if (be.np or flat.device.type == "cpu") else max(n, 1)
     for i in range(0, n, chunk):
         x = flat[i : i + chunk]
@@ -89,8 +101,28 @@ def _encode_flat(flat, fmt: Format, be, rounding: str, saturate: bool, gen):
             c = encode_bits(be.bits_of_float32(x), fmt, be, rounding, saturate, gen)
         out[i : i + chunk] = c if be.np else c.to(out.dtype)
     if not be.np and fmt.bits > 8:
-        out = out.to(out_dtype)
+        out = out.to(be.uint_dtype(fmt.bits))
     return out
+
+
+def _lut_apply(flat: np.ndarray, table: np.ndarray, k: int, out: np.ndarray) -> np.ndarray:
+    """``out[i] = table[lut_index(flat[i])]`` in cache-sized chunks."""
+    u = flat.view(np.int32)
+    idx = np.empty(min(flat.shape[0], CHUNK), dtype=np.int32)
+    for i in range(0, flat.shape[0], CHUNK):
+        part = u[i : i + CHUNK]
+        table.take(lut_index(part, k, out=idx[: part.shape[0]]), out=out[i : i + CHUNK])
+    return out
+
+
+_torch_luts: dict[tuple, Any] = {}
+
+
+def _torch_encode_table(fmt: Format, rounding: str, saturate: bool, device):
+    key = (fmt, rounding, saturate, str(device))
+    if key not in _torch_luts:
+        _torch_luts[key] = torch.from_numpy(encode_table(fmt, rounding, saturate).copy()).to(device)
+    return _torch_luts[key]
 
 
 def encode(x: Any, fmt: "str | Format", *, rounding: str = "nearest", saturate: bool = False, generator: Any = None):
@@ -117,7 +149,7 @@ def encode(x: Any, fmt: "str | Format", *, rounding: str = "nearest", saturate: 
     arr = _numpy_float32(x)
     gen = _make_generator(generator, NUMPY) if rounding == "stochastic" else None
     if isinstance(fmt, IntFormat):  # integers round from float64: no double rounding needed
-        src = np.ascontiguousarray(np.asarray(x, dtype=np.float64))
+        src = np.asarray(x, dtype=np.float64, order="C")
         codes = _encode_flat(src.reshape(-1), fmt, NUMPY, rounding, saturate, gen).reshape(src.shape)
     else:
         codes = _encode_flat(arr.reshape(-1), fmt, NUMPY, rounding, saturate, gen).reshape(arr.shape)
@@ -168,7 +200,7 @@ def _check_codes(c, fmt: Format, be) -> None:
 def decode(codes: Any, fmt: "str | Format"):
     """Decode unsigned integer codes of ``fmt`` to float32 values (exact for every format).
 
-    >>> decode([0x36, 0x7E, 0x7F], "e4m3").tolist()
+    >>> decode([0x35, 0x7E, 0x7F], "e4m3").tolist()
     [0.8125, 448.0, nan]
     """
     fmt = get_format(fmt)
@@ -204,8 +236,16 @@ def quantize(x: Any, fmt: "str | Format", *, rounding: str = "nearest", saturate
         out = decode(encode(x, fmt, rounding=rounding, saturate=saturate, generator=generator), fmt)
         return out.to(x.dtype) if x.is_floating_point() else out
     arr = np.asarray(x)
-    codes = encode(arr, fmt, rounding=rounding, saturate=saturate, generator=generator)
-    out = decode(codes, fmt)
+    rnd = _rounding(rounding)
+    if wide_ok(fmt, rnd):  # float32's exponent: round the bit pattern in place
+        flat = _numpy_float32(arr).reshape(-1)
+        out = round_bits(flat.view(np.int32), fmt, rnd, saturate).view(np.float32).reshape(arr.shape)
+    elif lut_ok(fmt, rnd):  # one look-up per element in a table of decode(encode(.))
+        flat = _numpy_float32(arr).reshape(-1)
+        out = _lut_apply(flat, value_table(fmt, rnd, saturate), split_bit(fmt), np.empty(flat.shape[0], np.float32))
+        out = out.reshape(arr.shape)
+    else:
+        out = decode(encode(arr, fmt, rounding=rounding, saturate=saturate, generator=generator), fmt)
     if arr.dtype.kind == "f" and arr.dtype != np.float32:
         out = np.asarray(out).astype(arr.dtype)
         out = out[()] if out.ndim == 0 else out

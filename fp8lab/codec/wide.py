@@ -1,0 +1,70 @@
+"""Fast path for formats that share float32's exponent (bfloat16, TF32-like E8Mx): round in place.
+
+With 8 exponent bits and bias 127 every float32 lies in the same binade of the target, subnormals
+included, so rounding to ``m`` mantissa bits is one integer add and a mask on the float32 bit
+pattern: ``(u + 2^(s-1) - 1 + lsb) & ~(2^s - 1)`` with ``s = 23 - m``. A carry out of the mantissa
+moves into the exponent, and past the largest finite value it lands exactly on inf.
+
+>>> import numpy as np
+>>> from fp8lab.registry import get_format
+>>> round_bits(np.array([1.00390625, 1.01171875], np.float32).view(np.int32), get_format("bf16"), "nearest", False).view(np.float32).tolist()
+[1.0, 1.015625]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..formats import FloatFormat
+
+__all__ = ["wide_ok", "round_bits"]
+
+CHUNK = 1 << 16
+
+
+def wide_ok(fmt: FloatFormat, rounding: str) -> bool:
+    """Whether ``fmt`` shares float32's exponent layout (so the in-place rounding is exact).
+
+    >>> from fp8lab.registry import get_format
+    >>> wide_ok(get_format("bf16"), "nearest"), wide_ok(get_format("fp16"), "nearest")
+    (True, False)
+    """
+    return (
+        isinstance(fmt, FloatFormat)
+        and (fmt.exponent_bits, fmt.bias, fmt.special, fmt.subnormals, fmt.signed) == (8, 127, "ieee", True, True)
+        and rounding in ("nearest", "toward_zero")
+    )
+
+
+def round_bits(u: np.ndarray, fmt: FloatFormat, rounding: str, saturate: bool, out: np.ndarray | None = None) -> np.ndarray:
+    """Round int32 float32-bit-patterns to ``fmt`` and return float32 bit patterns of the results.
+
+    >>> from fp8lab.registry import get_format
+    >>> round_bits(np.array([0x7F7FFFFF], np.int32), get_format("bf16"), "nearest", False).tolist() == [0x7F800000]
+    True
+    """
+    s = 23 - fmt.mantissa_bits
+    if out is None:
+        out = np.empty_like(u)
+    t = np.empty(min(u.shape[0], CHUNK), dtype=np.int32)
+    mag_max = ((fmt.max_code & fmt.magnitude_mask) << s)  # bits of max in float32 layout
+    for i in range(0, u.shape[0], CHUNK):
+        src = u[i : i + CHUNK]
+        dst = out[i : i + CHUNK]
+        tt = t[: src.shape[0]]
+        if rounding == "nearest" and s > 0:
+            np.right_shift(src, s, out=tt)
+            tt &= 1
+            tt += (1 << (s - 1)) - 1
+            tt += src
+        else:
+            tt[...] = src
+        np.bitwise_and(tt, ~((1 << s) - 1), out=dst)
+        np.bitwise_and(src, 0x7FFFFFFF, out=tt)
+        if saturate:  # finite overflow and inf become +-max, keeping the sign
+            over = (dst & 0x7FFFFFFF) >= 0x7F800000
+            np.copyto(dst, (src & np.int32(-0x80000000)) | mag_max, where=over & (tt <= 0x7F800000))
+        nan = tt > 0x7F800000
+        if nan.any():  # a quiet NaN with the input's sign (payloads are not kept)
+            np.copyto(dst, (src & np.int32(-0x80000000)) | 0x7FC00000, where=nan)
+    return out

@@ -1,0 +1,171 @@
+"""``explain``: the sign, exponent and mantissa of a value in a format, with the arithmetic written out.
+
+>>> print(explain(0.8125, "e4m3"))
+0.8125 in float8_e4m3fn (1 sign, 4 exponent, 3 mantissa bits, bias 7)
+  code    0x35 = 0 0110 101
+  kind    normal
+  value   (-1)^0 x 2^(6-7) x (1 + 5/8) = 0.8125
+  exact   yes
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .codec import encode
+from .codec.reference import decode_one
+from .formats import FloatFormat, Format, IntFormat
+from .registry import get_format
+
+__all__ = ["explain", "Explanation", "fields"]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What one value becomes in one format: fields, kind, the formula and the rounding error."""
+
+    x: float
+    format: Format
+    code: int
+    sign: int
+    exponent: int | None
+    mantissa: int | None
+    kind: str
+    value: float
+    formula: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def bits(self) -> str:
+        """The code as a bit string, fields separated by spaces.
+
+        >>> explain(1.0, "e5m2").bits
+        '0 01111 00'
+        """
+        f = self.format
+        raw = format(self.code, f"0{f.bits}b")
+        if isinstance(f, IntFormat):
+            return raw
+        parts = ([raw[0]] if f.signed else []) + [raw[int(f.signed): int(f.signed) + f.exponent_bits]]
+        if f.mantissa_bits:
+            parts.append(raw[-f.mantissa_bits:])
+        return " ".join(parts)
+
+    @property
+    def error(self) -> float:
+        """Absolute rounding error ``value - x`` (NaN when either is not finite).
+
+        >>> round(explain(0.3, "e4m3").error, 6)
+        0.0125
+        """
+        if not (math.isfinite(self.value) and math.isfinite(self.x)):
+            return math.nan
+        return self.value - self.x
+
+    @property
+    def relative_error(self) -> float:
+        """Rounding error relative to ``x`` (NaN for zero, inf or NaN inputs).
+
+        >>> round(explain(0.3, "e4m3").relative_error, 4)
+        0.0417
+        """
+        return self.error / abs(self.x) if self.x and math.isfinite(self.error) else math.nan
+
+    def __str__(self) -> str:
+        f = self.format
+        if isinstance(f, FloatFormat):
+            head = (f"{self.x!r} in {f.name} ({int(f.signed)} sign, {f.exponent_bits} exponent, "
+                    f"{f.mantissa_bits} mantissa bits, bias {f.bias})")
+        else:
+            head = f"{self.x!r} in {f.name} ({f.bits}-bit {'signed' if f.signed else 'unsigned'} integer)"
+        width = (f.bits + 3) // 4
+        lines = [head, f"  code    0x{self.code:0{width}X} = {self.bits}", f"  kind    {self.kind}",
+                 f"  value   {self.formula}"]
+        same = (self.value == self.x) or (math.isnan(self.value) and math.isnan(self.x))
+        if same:
+            lines.append("  exact   yes")
+        elif math.isfinite(self.error):
+            lines.append(f"  rounded error {self.error:+.6g} (relative {self.relative_error:+.3g})")
+        else:
+            lines.append(f"  rounded {self.x!r} has no finite code here: it became {self.value!r}")
+        lines += [f"  note    {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def fields(code: int, fmt: "str | Format") -> tuple[int, int, int]:
+    """Split a code into its (sign, exponent field, mantissa field).
+
+    >>> fields(0x35, "e4m3")
+    (0, 6, 5)
+    """
+    f = get_format(fmt)
+    if not isinstance(f, FloatFormat):
+        raise TypeError(f"{f.name} is an integer format: it has no exponent or mantissa field")
+    sign = (code >> (f.bits - 1)) & 1 if f.signed else 0
+    mag = code & f.magnitude_mask
+    return sign, mag >> f.mantissa_bits, mag & ((1 << f.mantissa_bits) - 1)
+
+
+def _float_kind_and_formula(code: int, f: FloatFormat) -> tuple[str, float, str]:
+    s, e, m = fields(code, f)
+    value = decode_one(code, f)
+    if math.isnan(value):
+        return "NaN", value, "NaN (" + {"ieee": "top exponent, mantissa != 0", "fn": "the all-ones code",
+                                        "fnuz": "the negative-zero code"}[f.special] + ")"
+    if math.isinf(value):
+        return "inf", value, f"{'-' if s else '+'}inf (top exponent, mantissa 0)"
+    mbits = f.mantissa_bits
+    sign_part = f"(-1)^{s} x " if f.signed else ""
+    if e == 0 and f.subnormals:
+        kind = "zero" if m == 0 else "subnormal"
+        formula = f"{sign_part}2^({1}-{f.bias}) x ({m}/{2**mbits}) = {value!r}" if mbits else f"{value!r}"
+        return kind, value, formula
+    frac = f" x (1 + {m}/{2**mbits})" if mbits else ""
+    return "normal", value, f"{sign_part}2^({e}-{f.bias}){frac} = {value!r}"
+
+
+def explain(x: float, fmt: "str | Format", *, saturate: bool = False) -> Explanation:
+    """Encode one value and spell out its fields, its kind and the arithmetic that gives it back.
+
+    >>> explain(500.0, "e4m3", saturate=True).value
+    448.0
+    """
+    f = get_format(fmt)
+    x = float(x)
+    code = int(encode(np.float32(x) if isinstance(f, FloatFormat) else x, f, saturate=saturate))
+    if isinstance(f, IntFormat):
+        value = float(code - 2**f.bits if f.signed and code >= 2 ** (f.bits - 1) else code)
+        return Explanation(x, f, code, int(value < 0), None, None, "integer", value,
+                           f"{code} as {'two' + chr(39) + 's-complement' if f.signed else 'unsigned'} = {value!r}")
+    kind, value, formula = _float_kind_and_formula(code, f)
+    s, e, m = fields(code, f)
+    return Explanation(x, f, code, s, e, m, kind, value, formula, _notes(float(np.float32(x)), value, f, saturate))
+
+
+def _notes(x: float, value: float, f: FloatFormat, saturate: bool) -> tuple[str, ...]:
+    """Plain-language remarks on what happened to ``x`` (overflow, underflow, ties, missing zero)."""
+    notes = []
+    if math.isfinite(x) and abs(x) > f.max and not math.isinf(value) and not math.isnan(value):
+        notes.append(f"|x| is beyond max {f.max!r}: it " + ("saturated" if saturate or f.special == "finite"
+                                                             else "rounded down to max (within half an ulp)"))
+    elif x != 0 and math.isfinite(x) and (math.isnan(value) or math.isinf(value)):
+        what = "inf" if math.isinf(value) else "NaN (this format has no inf)"
+        notes.append(f"overflow: |x| rounds beyond max {f.max!r}, so it became {what}; saturate=True gives +-max")
+    if x == 0 and not f.has_zero:
+        notes.append(f"{f.name} has no zero (its smallest value is {f.min_subnormal!r}): zero becomes NaN")
+    elif x != 0 and value == 0:
+        notes.append(f"underflow: |x| is at most half the smallest subnormal {f.min_subnormal!r}, so it became 0")
+    if x != 0 and math.isfinite(x) and math.isfinite(value) and value != x and f.bits <= 16:
+        vals = f.values()
+        i = int(np.searchsorted(vals, x))
+        if 0 < i < len(vals) and vals[i] - x == x - vals[i - 1]:
+            notes.append(f"a tie between {float(vals[i - 1])!r} and {float(vals[i])!r}: "
+                         "round-to-nearest-even picked the even code")
+    if math.copysign(1, x) < 0 and x == 0 and f.special == "fnuz":
+        notes.append("fnuz formats have no -0: its code is the NaN, so -0 becomes +0")
+    return tuple(notes)

@@ -1,0 +1,159 @@
+"""``QTensor``: codes + scales + format + scaling recipe, the one object passed between layers.
+
+Scales are stored *blockwise*: ``scales`` has the same number of dimensions as the tensor, and
+``scales.shape[i] == ceil(shape[i] / block[i])``. A per-tensor scale is a block as large as the
+tensor (scales shape ``(1, 1)`` for a matrix), one scale per row is ``block == (1, K)`` (scales
+``(M, 1)``), DeepSeek-V3's activation tiles are ``block == (1, 128)`` and its weight blocks
+``(128, 128)``. ``x ≈ decode(codes) * scales`` broadcast over each block.
+
+>>> import numpy as np
+>>> from fp8lab.codec import encode
+>>> q = QTensor(encode(np.array([[1.0, 2.0]]), "e4m3"), np.ones((1, 1), np.float32), "e4m3", block=(1, 2))
+>>> q.dequantize().tolist(), q.bits_per_element
+([[1.0, 2.0]], 24.0)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .codec import decode
+from .codec.backend import is_torch, torch
+from .formats import Format
+from .registry import get_format
+
+__all__ = ["QTensor", "expand_blocks"]
+
+
+def expand_blocks(scales: Any, block: tuple[int, ...], shape: tuple[int, ...]):
+    """Repeat blockwise ``scales`` over each block and crop to ``shape`` (numpy or torch).
+
+    >>> expand_blocks(np.array([[1.0, 2.0]]), (1, 2), (1, 3)).tolist()
+    [[1.0, 1.0, 2.0]]
+    """
+    out = scales
+    for axis, b in enumerate(block):
+        if b != 1:
+            out = torch.repeat_interleave(out, b, dim=axis) if is_torch(out) else np.repeat(out, b, axis=axis)
+    index = tuple(slice(0, n) for n in shape)
+    return out[index]
+
+
+@dataclass
+class QTensor:
+    """A quantized tensor: integer ``codes`` of ``format`` and float32 blockwise ``scales``.
+
+    ``scale_format`` is the format the scales are stored in (it sets ``nbytes``: float32 for
+    DeepSeek-V3-style FP32 scales, ``e8m0`` for MX and UE8M0, ``e4m3`` for NVFP4 block scales);
+    ``tensor_scale`` is a second-level FP32 scale already folded into ``scales`` (NVFP4), counted
+    once in ``nbytes``. ``zero_point`` (asymmetric INT quantization) is blockwise like ``scales``:
+    ``x ≈ (decode(codes) - zero_point) * scales``.
+
+    >>> import numpy as np
+    >>> QTensor(np.zeros((2, 4), np.uint8), np.ones((2, 1), np.float32), "e4m3", block=(1, 4)).nbytes
+    16
+    """
+
+    codes: Any
+    scales: Any
+    format: Format
+    scaling: Any = None
+    block: tuple[int, ...] = ()
+    scale_format: Format | str = "float32"
+    tensor_scale: float | None = None
+    zero_point: Any = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.format = get_format(self.format)
+        self.scale_format = get_format(self.scale_format)
+        shape = tuple(self.codes.shape)
+        if not self.block:
+            self.block = shape  # one scale for everything
+        self.block = tuple(int(b) for b in self.block)
+        if len(self.block) != len(shape):
+            raise ValueError(f"block {self.block} needs one entry per dimension of codes {shape}")
+        want = tuple(math.ceil(n / b) if n else 0 for n, b in zip(shape, self.block))
+        got = tuple(self.scales.shape)
+        if got != want:
+            raise ValueError(f"scales have shape {got}, but codes {shape} in blocks {self.block} need {want}")
+        if is_torch(self.codes) != is_torch(self.scales):
+            raise TypeError("codes and scales must both be numpy arrays or both be torch tensors")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of the tensor (and of ``codes``).
+
+        >>> QTensor(np.zeros(3, np.uint8), np.ones(1, np.float32), "e4m3").shape
+        (3,)
+        """
+        return tuple(self.codes.shape)
+
+    @property
+    def numel(self) -> int:
+        """Number of elements.
+
+        >>> QTensor(np.zeros((2, 3), np.uint8), np.ones((1, 1), np.float32), "e4m3").numel
+        6
+        """
+        return int(math.prod(self.shape))
+
+    def values(self):
+        """The decoded element values before scaling (float32).
+
+        >>> QTensor(np.array([56], np.uint8), np.array([2.0], np.float32), "e4m3").values().tolist()
+        [1.0]
+        """
+        return decode(self.codes, self.format)
+
+    def expanded_scales(self):
+        """``scales`` repeated to the tensor's shape.
+
+        >>> QTensor(np.zeros(3, np.uint8), np.array([2.0], np.float32), "e4m3").expanded_scales().tolist()
+        [2.0, 2.0, 2.0]
+        """
+        return expand_blocks(self.scales, self.block, self.shape)
+
+    def dequantize(self):
+        """Float32 values ``decode(codes) * scales`` with the tensor's shape (numpy or torch).
+
+        >>> QTensor(np.array([56], np.uint8), np.array([2.0], np.float32), "e4m3").dequantize().tolist()
+        [2.0]
+        """
+        v = self.values()
+        if self.zero_point is not None:
+            v = v - expand_blocks(self.zero_point, self.block, self.shape)
+        return v * self.expanded_scales()
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes to store codes (packed at ``format.bits`` each), scales and any tensor scale.
+
+        >>> QTensor(np.zeros((1, 32), np.uint8), np.ones((1, 1), np.float32), "fp4", block=(1, 32), scale_format="e8m0").nbytes
+        17
+        """
+        bits = self.numel * self.format.bits + int(math.prod(self.scales.shape)) * self.scale_format.bits
+        if self.zero_point is not None:
+            bits += int(math.prod(self.zero_point.shape)) * self.format.bits
+        if self.tensor_scale is not None:
+            bits += 32
+        return math.ceil(bits / 8)
+
+    @property
+    def bits_per_element(self) -> float:
+        """Storage cost per element in bits, scales included (4.25 for MXFP4, 8.25 for 1x128 FP8 + FP32).
+
+        >>> QTensor(np.zeros((1, 128), np.uint8), np.ones((1, 1), np.float32), "e4m3", block=(1, 128)).bits_per_element
+        8.25
+        """
+        return 8 * self.nbytes / self.numel if self.numel else 0.0
+
+    def __repr__(self) -> str:
+        kind = "torch" if is_torch(self.codes) else "numpy"
+        recipe = type(self.scaling).__name__ if self.scaling is not None else "None"
+        return (f"QTensor(shape={self.shape}, format={self.format.name}, scaling={recipe}, block={self.block}, "
+                f"scales={tuple(self.scales.shape)} {self.scale_format.name}, {self.bits_per_element:.3f} bits/elem, {kind})")
