@@ -191,6 +191,8 @@ def _check_codes(c, fmt: Format, be) -> None:
         raise TypeError(f"codes must be an integer tensor (such as torch.uint8), got {c.dtype}")
     if c.numel() if not be.np else c.size:
         limit = 2**fmt.bits
+        if not be.np and c.dtype in (torch.uint16, torch.uint32):
+            c = c.to(torch.int64)  # torch has no min/max for these
         lo, hi = (int(c.min()), int(c.max()))
         if lo < 0 or hi >= limit:
             bad = lo if lo < 0 else hi

@@ -45,6 +45,8 @@ def encode(x, fmt: Format, saturate: bool):
         view = torch.int16
         codes = x.to(dt).view(view).to(torch.int32) & 0xFFFF
         codes = torch.where(isnan, fmt.nan_code | ((x.view(torch.int32) < 0).to(torch.int32) << 15), codes)
+        if saturate:  # overflow and inf become +-max
+            codes = torch.where((codes & 0x7FFF) == fmt.inf_code, (codes & 0x8000) | fmt.max_code, codes)
         return codes.to(torch.uint16)
     codes = x.to(dt).view(torch.uint8)
     if fmt.name == "float8_e4m3fn":
