@@ -20,7 +20,7 @@ from .codec.reference import decode_one
 from .formats import FloatFormat, Format, IntFormat
 from .registry import get_format
 
-__all__ = ["explain", "Explanation", "fields"]
+__all__ = ["explain", "Explanation", "fields", "bit_string"]
 
 
 @dataclass(frozen=True)
@@ -45,14 +45,7 @@ class Explanation:
         >>> explain(1.0, "e5m2").bits
         '0 01111 00'
         """
-        f = self.format
-        raw = format(self.code, f"0{f.bits}b")
-        if isinstance(f, IntFormat):
-            return raw
-        parts = ([raw[0]] if f.signed else []) + [raw[int(f.signed): int(f.signed) + f.exponent_bits]]
-        if f.mantissa_bits:
-            parts.append(raw[-f.mantissa_bits:])
-        return " ".join(parts)
+        return bit_string(self.code, self.format)
 
     @property
     def error(self) -> float:
@@ -95,6 +88,22 @@ class Explanation:
         return "\n".join(lines)
 
     __repr__ = __str__
+
+
+def bit_string(code: int, fmt: "str | Format") -> str:
+    """A code's bits with the sign, exponent and mantissa fields separated by spaces.
+
+    >>> bit_string(0x35, "e4m3"), bit_string(0x81, "ue8m0"), bit_string(9, "int4")
+    ('0 0110 101', '10000001', '1001')
+    """
+    f = get_format(fmt)
+    raw = format(code, f"0{f.bits}b")
+    if isinstance(f, IntFormat):
+        return raw
+    parts = ([raw[0]] if f.signed else []) + [raw[int(f.signed): int(f.signed) + f.exponent_bits]]
+    if f.mantissa_bits:
+        parts.append(raw[-f.mantissa_bits:])
+    return " ".join(parts)
 
 
 def fields(code: int, fmt: "str | Format") -> tuple[int, int, int]:

@@ -21,7 +21,7 @@ from . import native
 from .backend import NUMPY, TORCH, backend_of, is_torch, torch
 from .core import ROUNDINGS, decode_codes, encode_bits, int_decode, int_encode
 from .lut import encode_table, lut_index, lut_ok, split_bit, value_table
-from .wide import round_bits, wide_ok
+from .wide import decode_wide, round_bits, wide_ok
 
 __all__ = ["encode", "decode", "quantize", "decode_table"]
 
@@ -54,6 +54,10 @@ def _torch_float32(x):
     if x.is_complex():
         raise TypeError("complex input cannot be encoded: pass the real and imaginary parts separately")
     return x.contiguous().to(torch.float32) if x.dtype != torch.float32 else x.contiguous()
+
+
+def _via_numpy(xt, rounding: str) -> bool:
+    return native.cpu_via_numpy and xt.device.type == "cpu" and rounding != "stochastic"
 
 
 def _make_generator(generator, be):
@@ -144,6 +148,8 @@ def encode(x: Any, fmt: "str | Format", *, rounding: str = "nearest", saturate: 
             fast = native.encode(xt, fmt, saturate)
             if fast is not None:
                 return fast
+        if _via_numpy(xt, rounding):
+            return torch.from_numpy(np.asarray(encode(xt.numpy(), fmt, rounding=rounding, saturate=saturate))).reshape(x.shape)
         gen = _make_generator(generator, TORCH) if rounding == "stochastic" else None
         return _encode_flat(xt.reshape(-1), fmt, TORCH, rounding, saturate, gen).reshape(x.shape)
     arr = _numpy_float32(x)
@@ -208,6 +214,8 @@ def decode(codes: Any, fmt: "str | Format"):
     fmt = get_format(fmt)
     if is_torch(codes):
         _check_codes(codes, fmt, TORCH)
+        if native.cpu_via_numpy and codes.device.type == "cpu" and codes.dtype in (torch.uint8, torch.int64, torch.int32, torch.uint16):
+            return torch.from_numpy(np.asarray(decode(codes.numpy(), fmt)))
         if fmt.bits <= 16:
             key = (fmt, str(codes.device))
             table = _torch_tables.get(key)
@@ -218,7 +226,9 @@ def decode(codes: Any, fmt: "str | Format"):
         return decode_codes(c, fmt, TORCH).to(torch.float32)
     c = np.asarray(codes)
     _check_codes(c, fmt, NUMPY)
-    if fmt.bits <= 16:
+    if wide_ok(fmt, "nearest"):
+        out = decode_wide(c, fmt)
+    elif fmt.bits <= 16:
         out = _table(fmt).take(c if c.dtype.kind == "u" and c.itemsize <= 2 else c.astype(np.int64))
     elif isinstance(fmt, FloatFormat):
         out = decode_codes(c.astype(np.int64), fmt).astype(np.float32)
@@ -235,7 +245,13 @@ def quantize(x: Any, fmt: "str | Format", *, rounding: str = "nearest", saturate
     """
     fmt = get_format(fmt)
     if is_torch(x):
-        out = decode(encode(x, fmt, rounding=rounding, saturate=saturate, generator=generator), fmt)
+        xt = _torch_float32(x)
+        out = native.quantize(xt, fmt, saturate) if _rounding(rounding) == "nearest" else None
+        if out is None and _via_numpy(xt, _rounding(rounding)):
+            out = torch.from_numpy(np.asarray(quantize(xt.numpy(), fmt, rounding=rounding, saturate=saturate), np.float32))
+        if out is None:
+            out = decode(encode(xt, fmt, rounding=rounding, saturate=saturate, generator=generator), fmt)
+        out = out.reshape(x.shape)
         return out.to(x.dtype) if x.is_floating_point() else out
     arr = np.asarray(x)
     rnd = _rounding(rounding)

@@ -15,7 +15,7 @@ import math
 from ..formats import Format
 from .backend import torch
 
-__all__ = ["encode", "NATIVE_DTYPES", "enabled"]
+__all__ = ["encode", "quantize", "NATIVE_DTYPES", "enabled", "cpu_via_numpy"]
 
 #: fp8lab format name -> torch dtype name, for formats torch can cast to.
 NATIVE_DTYPES = {
@@ -23,18 +23,22 @@ NATIVE_DTYPES = {
     "float8_e5m2": "float8_e5m2",
     "float8_e4m3fnuz": "float8_e4m3fnuz",
     "float8_e5m2fnuz": "float8_e5m2fnuz",
+    "float8_e8m0fnu": "float8_e8m0fnu",
     "bfloat16": "bfloat16",
     "float16": "float16",
 }
 
 enabled = True  # tests switch this off to compare the generic torch path with the native one
+#: CPU tensors share memory with numpy, so the numpy codec (table look-ups) serves them where torch has
+#: no proven cast; GPU tensors always run the torch version of the algorithm. Tests switch it off.
+cpu_via_numpy = True
 
 
 def encode(x, fmt: Format, saturate: bool):
     """Codes of float32 tensor ``x`` via torch's cast, or None where no proven fast path exists.
 
-    >>> encode(torch.tensor([3.0]), __import__("fp8lab").get_format("e8m0"), False) is None
-    True
+    >>> encode(torch.tensor([3.0, 0.0]), __import__("fp8lab").get_format("e8m0"), False).tolist()
+    [129, 255]
     """
     name = NATIVE_DTYPES.get(fmt.name)
     if not enabled or name is None or torch is None:
@@ -61,6 +65,34 @@ def encode(x, fmt: Format, saturate: bool):
         if saturate:
             codes = torch.where((codes & 0x7F) == fmt.inf_code, (codes & 0x80) | fmt.max_code, codes)
         return codes
+    if fmt.name == "float8_e8m0fnu":
+        # torch agrees with ml_dtypes on every positive input; it maps 0 to 2^-127 and drops the sign
+        codes = torch.where(x > 0, codes, fmt.nan_code)
+        if saturate:
+            codes = torch.where((codes == fmt.nan_code) & (x > 0), fmt.max_code, codes)
+        return codes
     if saturate:  # fnuz: torch does not saturate; let the generic path do it
         return None
     return codes
+
+
+def quantize(x, fmt: Format, saturate: bool):
+    """``decode(encode(x))`` of float32 tensor ``x`` through torch's casts, or None without a proven path.
+
+    >>> quantize(torch.tensor([0.3, 500.0]), __import__("fp8lab").get_format("e4m3"), False).tolist()
+    [0.3125, nan]
+    """
+    name = NATIVE_DTYPES.get(fmt.name)
+    if not enabled or name is None or torch is None or fmt.name == "float8_e8m0fnu":
+        return None
+    if "fnuz" in fmt.name and saturate:
+        return None
+    if fmt.name == "float8_e4m3fn" and not saturate and cpu_via_numpy and x.device.type == "cpu":
+        return None  # the fix-up pass costs more than the numpy table look-up here
+    y = x.to(getattr(torch, name)).to(torch.float32)
+    if fmt.name == "float8_e4m3fn" and not saturate:
+        threshold = fmt.max + math.ldexp(1.0, math.frexp(fmt.max)[1] - 2 - fmt.mantissa_bits)
+        y = torch.where(x.abs() > threshold, float("nan"), y)
+    elif saturate and fmt.has_inf:
+        y = torch.clamp(y, -fmt.max, fmt.max)  # inf and overflow to +-max; NaN stays NaN
+    return y

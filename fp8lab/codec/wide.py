@@ -17,7 +17,7 @@ import numpy as np
 
 from ..formats import FloatFormat
 
-__all__ = ["wide_ok", "round_bits"]
+__all__ = ["wide_ok", "round_bits", "decode_wide"]
 
 CHUNK = 1 << 16
 
@@ -68,3 +68,13 @@ def round_bits(u: np.ndarray, fmt: FloatFormat, rounding: str, saturate: bool, o
         if nan.any():  # a quiet NaN with the input's sign (payloads are not kept)
             np.copyto(dst, (src & np.int32(-0x80000000)) | 0x7FC00000, where=nan)
     return out
+
+
+def decode_wide(codes: np.ndarray, fmt: FloatFormat) -> np.ndarray:
+    """Decode codes of a format with float32's exponent by shifting them into a float32 pattern.
+
+    >>> from fp8lab.registry import get_format
+    >>> decode_wide(np.array([0x3F80, 0xFF80], np.uint16), get_format("bf16")).tolist()
+    [1.0, -inf]
+    """
+    return (codes.astype(np.uint32) << (32 - fmt.bits)).view(np.float32)
