@@ -8,11 +8,15 @@
 from .codec import decode, decode_table, encode, quantize
 from .explain import Explanation, explain
 from .formats import FloatFormat, IntFormat
+from .qtensor import QTensor
 from .registry import get_format, list_formats, register_format
+from .sizing import *  # noqa: F401,F403 - ModelConfig, get_model, kv_cache_bytes, ...
+from .sizing import __all__ as _sizing_all
 
 __version__ = "0.1.0"
 
 __all__ = [
     "FloatFormat", "IntFormat", "get_format", "list_formats", "register_format",
-    "encode", "decode", "quantize", "decode_table", "explain", "Explanation",
+    "encode", "decode", "quantize", "decode_table", "explain", "Explanation", "QTensor",
+    *_sizing_all,
 ]
