@@ -104,7 +104,7 @@ def encode_bits(u, fmt: FloatFormat, be: Backend, rounding: str, saturate: bool,
         if _is_e8m0(fmt) and rounding == "nearest":
             # ml_dtypes rounds a float32 *subnormal* input by its bit pattern as if it were 2^-127 * 1.M,
             # so everything in (2^-127, 2^-126) goes up to 2^-126 (true nearest would keep up to 1.5 * 2^-127).
-            # We follow it for bit-identity; see docs/oracles.md.
+            # We follow it for bit-identity (README, "Oracles and where they disagree").
             code = be.where((a > 0x00400000) & (a < 0x00800000), 1 + 0 * code, code)
 
     over = code > fmt.max_code  # inf and NaN land here too (NaN is fixed up last)
