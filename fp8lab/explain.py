@@ -70,8 +70,8 @@ class Explanation:
     def __str__(self) -> str:
         f = self.format
         if isinstance(f, FloatFormat):
-            head = (f"{self.x!r} in {f.name} ({int(f.signed)} sign, {f.exponent_bits} exponent, "
-                    f"{f.mantissa_bits} mantissa bits, bias {f.bias})")
+            sign = "1 sign" if f.signed else "unsigned"
+            head = f"{self.x!r} in {f.name} ({sign}, {f.exponent_bits} exponent, {f.mantissa_bits} mantissa bits, bias {f.bias})"
         else:
             head = f"{self.x!r} in {f.name} ({f.bits}-bit {'signed' if f.signed else 'unsigned'} integer)"
         width = (f.bits + 3) // 4
@@ -162,6 +162,8 @@ def _notes(x: float, value: float, f: FloatFormat, saturate: bool) -> tuple[str,
     if math.isfinite(x) and abs(x) > f.max and not math.isinf(value) and not math.isnan(value):
         notes.append(f"|x| is beyond max {f.max!r}: it " + ("saturated" if saturate or f.special == "finite"
                                                              else "rounded down to max (within half an ulp)"))
+    elif not f.signed and math.copysign(1, x) < 0 and (x != 0 or not f.has_zero):
+        notes.append(f"{f.name} is unsigned: a negative input has no code, so it became " + ("NaN" if f.has_nan else "0"))
     elif x != 0 and math.isfinite(x) and (math.isnan(value) or math.isinf(value)):
         what = "inf" if math.isinf(value) else "NaN (this format has no inf)"
         notes.append(f"overflow: |x| rounds beyond max {f.max!r}, so it became {what}; saturate=True gives +-max")
@@ -173,8 +175,9 @@ def _notes(x: float, value: float, f: FloatFormat, saturate: bool) -> tuple[str,
         vals = f.values()
         i = int(np.searchsorted(vals, x))
         if 0 < i < len(vals) and vals[i] - x == x - vals[i - 1]:
-            notes.append(f"a tie between {float(vals[i - 1])!r} and {float(vals[i])!r}: "
-                         "round-to-nearest-even picked the even code")
+            rule = ("round-to-nearest-even picked the even code" if f.mantissa_bits else
+                    "with no mantissa bits the significand 1 is odd, so ties round up (as ml_dtypes does)")
+            notes.append(f"a tie between {float(vals[i - 1])!r} and {float(vals[i])!r}: {rule}")
     if math.copysign(1, x) < 0 and x == 0 and f.special == "fnuz":
         notes.append("fnuz formats have no -0: its code is the NaN, so -0 becomes +0")
     return tuple(notes)
