@@ -80,7 +80,8 @@ def test_aliases_and_unknown_names():
 
 
 def test_every_registered_format_is_listed():
-    assert fl.list_formats() == list(FORMATS)
+    # formats registered later (a doctest registers one) come after the built-in ones
+    assert fl.list_formats()[: len(FORMATS)] == list(FORMATS)
 
 
 @pytest.mark.parametrize(

@@ -79,8 +79,8 @@ def encode(x, fmt: Format, saturate: bool):
 def quantize(x, fmt: Format, saturate: bool):
     """``decode(encode(x))`` of float32 tensor ``x`` through torch's casts, or None without a proven path.
 
-    >>> quantize(torch.tensor([0.3, 500.0]), __import__("fp8lab").get_format("e4m3"), False).tolist()
-    [0.3125, nan]
+    >>> quantize(torch.tensor([0.3, 500.0]), __import__("fp8lab").get_format("e4m3"), True).tolist()
+    [0.3125, 448.0]
     """
     name = NATIVE_DTYPES.get(fmt.name)
     if not enabled or name is None or torch is None or fmt.name == "float8_e8m0fnu":

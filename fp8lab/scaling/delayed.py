@@ -1,0 +1,207 @@
+"""Delayed scaling (Transformer Engine's recipe): this step's scale comes from earlier steps' amax history.
+
+Computing a tensor's amax before casting it costs an extra pass over memory, so Transformer
+Engine's ``DelayedScaling`` casts with a scale computed from the amax *history* of previous
+steps and records the current amax afterwards. Per call:
+
+1. ``amax_h`` = max of the recorded history (``algo="max"``) or its newest entry
+   (``algo="most_recent"``). TE's scale is ``fp8_max / amax_h / 2^margin``; we keep its inverse,
+   the dequantisation multiplier ``s = amax_h * 2^margin / fmt.max`` (float64, rounded up to
+   float32; a power of two with ``pow2=True``).
+2. The first call has no history: like TE, whose scale starts at 1, it uses ``s = 1.0``. If the
+   history holds only zeros, the previous scale is kept (as TE does for ``amax == 0``).
+3. The tensor is cast with ``s`` (saturating). If its own amax outruns the range
+   ``s * fmt.max`` (i.e. ``amax > amax_h * 2^margin``), elements clip: ``info["overflow"]``.
+4. Its finite amax is appended to the history (the last ``history_len`` are kept).
+
+The recipe object carries that state (a mutable :class:`AmaxHistory` in a field excluded from
+comparison and hashing), so use one ``DelayedScaling`` per tensor, as TE keeps one history per
+FP8 tensor; ``reset()`` forgets it.
+
+>>> import numpy as np
+>>> r = DelayedScaling(history_len=4)
+>>> [r.quantize(np.array([a], np.float32), "e4m3").info["overflow"] for a in (100.0, 500.0, 200.0)]
+[False, True, False]
+>>> r.history
+(100.0, 500.0, 200.0)
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..formats import Format
+from ..qtensor import QTensor
+from ..registry import get_format
+from .base import Recipe, ScaleSet
+from .blocks import to_numpy
+from .scales import float_scales
+
+__all__ = ["DelayedScaling", "AmaxHistory"]
+
+
+class AmaxHistory:
+    """The mutable state of a :class:`DelayedScaling`: recent amaxes and the last scale used.
+
+    >>> h = AmaxHistory(2); h.push(3.0); h.push(5.0); h.push(1.0); h.amaxes
+    (5.0, 1.0)
+    """
+
+    def __init__(self, history_len: int = 1024) -> None:
+        self._amax: deque[float] = deque(maxlen=int(history_len))
+        self.scale: float = 1.0  #: the dequantisation multiplier of the last call (TE starts from 1)
+        self.steps: int = 0
+
+    def push(self, amax: float) -> None:
+        """Record one step's amax.
+
+        >>> h = AmaxHistory(); h.push(2.0); h.steps
+        1
+        """
+        self._amax.append(float(amax))
+        self.steps += 1
+
+    @property
+    def amaxes(self) -> tuple[float, ...]:
+        """The recorded amaxes, oldest first.
+
+        >>> AmaxHistory().amaxes
+        ()
+        """
+        return tuple(self._amax)
+
+    def reset(self) -> None:
+        """Forget everything: the next call starts from scale 1 again.
+
+        >>> h = AmaxHistory(); h.push(1.0); h.reset(); h.amaxes, h.scale
+        ((), 1.0)
+        """
+        self._amax.clear()
+        self.scale = 1.0
+        self.steps = 0
+
+
+@dataclass(frozen=True)
+class DelayedScaling(Recipe):
+    """Per-tensor scaling from an amax history of earlier calls (Transformer Engine's ``DelayedScaling``).
+
+    history_len
+        How many past amaxes are kept (TE's ``amax_history_len``, default 1024).
+    algo
+        ``"max"``: the scale fits the largest amax in the history (TE's default);
+        ``"most_recent"``: it fits the previous call's amax only.
+    margin
+        Headroom in powers of two: the range is ``2^margin`` times the history's amax.
+    pow2
+        Round the scale up to a power of two (as older Transformer Engine releases did).
+    state
+        The mutable :class:`AmaxHistory` (a fresh one by default; pass one to share a history).
+        It is not compared or hashed, so two recipes with the same knobs are equal.
+
+    >>> r = DelayedScaling(algo="most_recent")
+    >>> _ = r.quantize(np.array([896.0], np.float32), "e4m3"); r.scale, r.next_scale("e4m3")
+    (1.0, 2.0)
+    """
+
+    history_len: int = 1024
+    algo: str = "max"
+    margin: int = 0
+    pow2: bool = False
+    state: AmaxHistory = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.history_len, bool) or not isinstance(self.history_len, (int, np.integer)) or self.history_len < 1:
+            raise ValueError(f"DelayedScaling.history_len is a positive int, got {self.history_len!r}")
+        if self.algo not in ("max", "most_recent"):
+            raise ValueError(f"DelayedScaling.algo is 'max' or 'most_recent', got {self.algo!r}")
+        if isinstance(self.margin, bool) or not isinstance(self.margin, (int, np.integer)):
+            raise TypeError(f"DelayedScaling.margin is an int number of powers of two, got {self.margin!r}")
+        if not isinstance(self.pow2, bool):
+            raise TypeError(f"DelayedScaling.pow2 must be True or False, got {self.pow2!r}")
+        if self.state is None:
+            object.__setattr__(self, "state", AmaxHistory(self.history_len))
+
+    @property
+    def history(self) -> tuple[float, ...]:
+        """Recorded amaxes, oldest first (at most ``history_len``).
+
+        >>> DelayedScaling().history
+        ()
+        """
+        return self.state.amaxes
+
+    @property
+    def scale(self) -> float:
+        """The dequantisation multiplier of the last call (1.0 before the first).
+
+        >>> DelayedScaling().scale
+        1.0
+        """
+        return self.state.scale
+
+    def amax_from_history(self) -> float | None:
+        """The amax the next call's scale will fit (None while the history is empty).
+
+        >>> r = DelayedScaling(); r.state.push(3.0); r.state.push(2.0); r.amax_from_history()
+        3.0
+        """
+        h = self.state.amaxes
+        if not h:
+            return None
+        return max(h) if self.algo == "max" else h[-1]
+
+    def reset(self) -> None:
+        """Forget the history; the next call uses scale 1.
+
+        >>> r = DelayedScaling(); r.state.push(3.0); r.reset(); r.history
+        ()
+        """
+        self.state.reset()
+
+    def block_for(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The whole tensor is one block.
+
+        >>> DelayedScaling().block_for((2, 3))
+        (2, 3)
+        """
+        return tuple(max(int(n), 1) for n in shape)
+
+    def next_scale(self, fmt: "Format | str" = "e4m3") -> float:
+        """The dequantisation multiplier the next call will use for ``fmt``: ``amax_h * 2^margin / fmt.max``.
+
+        >>> r = DelayedScaling(margin=1); r.state.push(224.0); r.next_scale("e4m3")
+        1.0
+        """
+        fmt = get_format(fmt)
+        amax_h = self.amax_from_history()
+        if amax_h is None or not amax_h > 0:
+            return self.state.scale
+        return float(float_scales(np.array([amax_h]), fmt.max, margin=int(self.margin), pow2=self.pow2)[0])
+
+    def compute_scales(self, amax: np.ndarray, fmt: Format) -> ScaleSet:
+        """The scale from the history (not from ``amax``, which is this call's and is recorded afterwards).
+
+        >>> r = DelayedScaling(); r.state.push(896.0)
+        >>> r.compute_scales(np.array([[5.0]]), __import__("fp8lab").get_format("e4m3")).scales.tolist()
+        [[2.0]]
+        """
+        s = self.next_scale(fmt)
+        return ScaleSet(np.full(np.shape(amax), s, dtype=np.float32), "e8m0" if self.pow2 else "float32",
+                        info={"amax_used": self.amax_from_history(), "step": self.state.steps})
+
+    def quantize(self, x: Any, fmt: "Format | str") -> QTensor:
+        """Cast with the history's scale, then record this tensor's amax.
+
+        >>> r = DelayedScaling(); q = r.quantize(np.array([896.0], np.float32), "e4m3")
+        >>> q.dequantize().tolist(), q.info["overflow"], r.history
+        ([448.0], True, (896.0,))
+        """
+        q = super().quantize(x, get_format(fmt))
+        if q.numel:
+            self.state.scale = float(to_numpy(q.scales).reshape(-1)[0])
+            self.state.push(q.info["amax"])
+        return q

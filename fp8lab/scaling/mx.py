@@ -1,0 +1,166 @@
+"""OCP Microscaling (MX v1.0): blocks of 32 elements sharing one power-of-two scale stored as E8M0.
+
+The spec's shared scale is ``X = 2^(floor(log2(amax)) - emax_elem)``, where ``emax_elem`` is the
+exponent of the element format's largest normal (8 for E4M3, 15 for E5M2, 2 for E2M3, 4 for
+E3M2, 2 for E2M1; computed here as ``floor(log2(fmt.max))``). Elements are then cast with
+saturation. Because ``amax / X`` can reach almost ``2^(emax_elem+1)``, above the element's max
+(448 for E4M3, 6 for E2M1), the floor rule clips the largest elements of some blocks
+(microxcaling issue #4: 957 becomes 896 in MXFP8 E4M3). Rounding the scale up avoids it:
+
+- ``"floor"``: the OCP v1.0 rule above.
+- ``"ceil"``: the smallest power of two with ``amax / X <= fmt.max``, i.e.
+  ``X = 2^ceil(log2(amax / fmt.max))``, computed exactly.
+- ``"rceil"``: the same rounding up as done by torchao's RCEIL, cuBLAS and Transformer Engine's
+  MXFP8 recipe: ``descale = amax * (1/fmt.max)`` in float32 arithmetic, rounded up to E8M0 by its
+  bits. For the five MX element formats it equals ``"ceil"`` whenever that descale is a normal
+  float32 (a test sweeps every float32 amax in one binade); it differs only at the float32
+  subnormal edge (``amax / fmt.max < 2^-126``), where the product has lost bits.
+- ``"even"``: torchao's EVEN: ``amax`` rounded to the element's mantissa width, then floor.
+
+(torchao's own ``CEIL`` mode is different again: it rounds ``amax`` up to a power of two and then
+subtracts ``emax_elem``, so the block max lands at most at ``2^emax_elem``, not at ``fmt.max``.)
+
+A block of zeros gets the smallest E8M0 scale 2^-127 (as in torchao); a block holding inf or NaN
+gets the NaN scale (code 0xFF), so it dequantises to NaN, confined to that block.
+
+>>> import numpy as np
+>>> q = MXScaling().quantize(np.array([957.0] + [1.0] * 31, np.float32), "e4m3")
+>>> q.scales.tolist(), float(q.dequantize()[0]), q.info["overflow"], q.bits_per_element
+([2.0], 896.0, True, 8.25)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..formats import FloatFormat, Format
+from .base import Recipe, ScaleSet
+from .scales import E8M0_MAX_EXP, E8M0_MIN_EXP
+
+__all__ = ["MXScaling", "mx_scale_exponents", "emax_elem", "SCALE_ROUNDINGS"]
+
+#: The MX scale rounding rules, with what each one does.
+SCALE_ROUNDINGS = {
+    "floor": "OCP MX v1.0: X = 2^(floor(log2 amax) - emax_elem); may clip the block max",
+    "ceil": "X = 2^ceil(log2(amax / fmt.max)), exact: the tightest scale that never clips",
+    "rceil": "torchao RCEIL / cuBLAS / TE MXFP8: float32 amax * (1/fmt.max) rounded up to E8M0",
+    "even": "torchao EVEN: amax rounded to the element's mantissa width, then the floor rule",
+}
+
+
+def emax_elem(fmt: Format) -> int:
+    """Exponent of the element format's largest normal, ``floor(log2(fmt.max))`` (exact).
+
+    >>> [emax_elem(__import__("fp8lab").get_format(n)) for n in ("e4m3", "e5m2", "e2m3", "e3m2", "e2m1")]
+    [8, 15, 2, 4, 2]
+    """
+    return int(np.frexp(float(fmt.max))[1]) - 1
+
+
+def mx_scale_exponents(amax: np.ndarray, fmt: Format, scale_rounding: str = "floor") -> np.ndarray:
+    """The shared-scale exponents ``k`` (``X = 2^k``, clamped to E8M0's -127..127) for each block's amax.
+
+    >>> import fp8lab as fl
+    >>> mx_scale_exponents(np.array([957.0, 448.0, 0.0]), fl.get_format("e4m3"), "floor").tolist()
+    [1, 0, -127]
+    >>> mx_scale_exponents(np.array([957.0, 448.0, 0.0]), fl.get_format("e4m3"), "ceil").tolist()
+    [2, 0, -127]
+    """
+    if scale_rounding not in SCALE_ROUNDINGS:
+        raise ValueError(f"unknown scale_rounding {scale_rounding!r}; use one of {sorted(SCALE_ROUNDINGS)}")
+    amax = np.asarray(amax, dtype=np.float64)
+    zero = ~(amax > 0)
+    a = np.where(zero, 1.0, amax)
+    emax = emax_elem(fmt)
+    if scale_rounding == "floor":
+        k = np.frexp(a)[1] - 1 - emax
+    elif scale_rounding == "ceil":
+        m, e = np.frexp(a / float(fmt.max))
+        k = np.where(m == 0.5, e - 1, e)
+    elif scale_rounding == "rceil":
+        descale = a.astype(np.float32) * np.float32(1.0 / float(fmt.max))  # float32 product, as on the GPU
+        bits = descale.view(np.int32).astype(np.int64)
+        biased = (bits >> 23) & 0xFF
+        mant = bits & 0x7FFFFF
+        up = np.where(biased == 0, mant > 0x400000, mant != 0)
+        k = biased + up - 127
+    else:  # even
+        m = fmt.mantissa_bits
+        bits = a.astype(np.float32).view(np.int32).astype(np.int64)
+        if m < 23:
+            bits = bits + (1 << (23 - m - 1))
+        k = ((bits >> 23) & 0xFF) - 127 - emax
+    k = np.where(zero, E8M0_MIN_EXP, k)
+    return np.clip(k, E8M0_MIN_EXP, E8M0_MAX_EXP).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class MXScaling(Recipe):
+    """OCP Microscaling: ``block_size`` elements along ``axis`` share a power-of-two scale stored as E8M0.
+
+    The element format is ``quantize_tensor``'s format argument: MXFP8 (``e4m3``/``e5m2``),
+    MXFP6 (``e2m3``/``e3m2``), MXFP4 (``fp4``). Storage is ``fmt.bits + 8 / block_size`` bits per
+    element: 8.25 for MXFP8, 6.25 for MXFP6, 4.25 for MXFP4.
+
+    block_size
+        Elements per block; 32 in the spec.
+    scale_rounding
+        ``"floor"`` (the OCP v1.0 rule), ``"ceil"``, ``"rceil"`` or ``"even"``: see
+        :data:`SCALE_ROUNDINGS` and the module docstring.
+    axis
+        The axis blocks run along: ``-1`` (the spec's layout for the left operand of a GEMM);
+        use ``axis=0`` for a ``(K, N)`` right operand, whose blocks run along K.
+
+    >>> MXScaling().block_for((4, 64)), MXScaling(axis=0).block_for((64, 4))
+    ((1, 32), (32, 1))
+    """
+
+    block_size: int = 32
+    scale_rounding: str = "floor"
+    axis: int = -1
+
+    nonfinite_scale_nan = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.block_size, bool) or not isinstance(self.block_size, (int, np.integer)) or self.block_size < 1:
+            raise ValueError(f"MXScaling.block_size is a positive int (32 in the spec), got {self.block_size!r}")
+        if self.scale_rounding not in SCALE_ROUNDINGS:
+            raise ValueError(f"unknown MXScaling.scale_rounding {self.scale_rounding!r}; use one of {sorted(SCALE_ROUNDINGS)}")
+        if isinstance(self.axis, bool) or not isinstance(self.axis, (int, np.integer)):
+            raise TypeError(f"MXScaling.axis must be an int, got {self.axis!r}")
+
+    def check_format(self, fmt: Format) -> None:
+        """MX elements are signed floating-point formats.
+
+        >>> MXScaling().check_format(__import__("fp8lab").get_format("int8"))
+        Traceback (most recent call last):
+        ...
+        ValueError: MXScaling needs a signed floating-point element format (e4m3, e5m2, e2m3, e3m2, fp4), got int8; use IntScaling for integers
+        """
+        if not isinstance(fmt, FloatFormat) or not fmt.signed:
+            raise ValueError(f"MXScaling needs a signed floating-point element format (e4m3, e5m2, e2m3, e3m2, fp4), "
+                             f"got {fmt.name}; use IntScaling for integers")
+
+    def block_for(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """``block_size`` along ``axis``, 1 elsewhere.
+
+        >>> MXScaling(block_size=16).block_for((8,))
+        (16,)
+        """
+        nd = len(shape)
+        if not -nd <= self.axis < nd:
+            raise ValueError(f"MXScaling(axis={self.axis}) does not fit a tensor of shape {shape}")
+        a = self.axis % nd
+        return tuple(int(self.block_size) if i == a else 1 for i in range(nd))
+
+    def compute_scales(self, amax: np.ndarray, fmt: Format) -> ScaleSet:
+        """Power-of-two scales ``2^k`` and their E8M0 codes ``k + 127`` (in ``info["scale_codes"]``).
+
+        >>> MXScaling().compute_scales(np.array([6.0]), __import__("fp8lab").get_format("fp4")).info["scale_codes"].tolist()
+        [127]
+        """
+        k = mx_scale_exponents(amax, fmt, self.scale_rounding)
+        scales = np.ldexp(np.float32(1.0), k.astype(np.int32)).astype(np.float32)
+        return ScaleSet(scales, "e8m0", info={"scale_codes": (k + 127).astype(np.uint8)})

@@ -1,0 +1,108 @@
+"""``quantize_tensor``: fit a numpy array or torch tensor into a format with a scaling recipe, as a QTensor.
+
+>>> import numpy as np
+>>> x = np.linspace(-3, 3, 256, dtype=np.float32).reshape(2, 128)
+>>> q = quantize_tensor(x, "e4m3", "1x128")
+>>> q.scales.shape, q.bits_per_element, float(abs(q.dequantize() - x).max()) <= 3 / 16  # half an ulp of E4M3 at the top
+((2, 1), 8.25, True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..codec.backend import is_torch, torch
+from ..formats import Format
+from ..qtensor import QTensor
+from ..registry import get_format
+from .base import Recipe
+from .integer import IntScaling
+from .mx import MXScaling
+from .nvfp4 import NVFP4Scaling
+from .recipes import AxisScaling, BlockScaling, PercentileScaling, TensorScaling
+
+__all__ = ["quantize_tensor", "get_recipe", "RECIPE_NAMES"]
+
+#: Recipe names ``quantize_tensor`` and ``get_recipe`` accept, each mapped to a fresh recipe.
+#: (``DelayedScaling`` has none: it needs one object kept across calls to hold its history.)
+RECIPE_NAMES: dict[str, Any] = {
+    "tensor": TensorScaling,
+    "per_token": lambda: AxisScaling(axis=-1),
+    "per_channel": lambda: AxisScaling(axis=0),
+    "1x128": lambda: BlockScaling((1, 128)),
+    "128x128": lambda: BlockScaling((128, 128)),
+    "1x128_ue8m0": lambda: BlockScaling((1, 128), pow2=True),
+    "128x128_ue8m0": lambda: BlockScaling((128, 128), pow2=True),
+    "mx": MXScaling,
+    "mx_rceil": lambda: MXScaling(scale_rounding="rceil"),
+    "nvfp4": NVFP4Scaling,
+    "percentile": PercentileScaling,
+    "int": IntScaling,
+    "int_asym": lambda: IntScaling(symmetric=False),
+}
+
+
+def get_recipe(name: "str | Recipe") -> Recipe:
+    """A recipe from its name (see :data:`RECIPE_NAMES`); a recipe object passes through.
+
+    >>> get_recipe("128x128")
+    BlockScaling(block=(128, 128), pow2=False)
+    """
+    if isinstance(name, type):
+        raise TypeError(f"pass a recipe object such as {name.__name__}(), not the class {name.__name__}")
+    if isinstance(name, Recipe) or (hasattr(name, "block_for") and hasattr(name, "quantize")):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"a recipe is a Recipe object (TensorScaling(), BlockScaling((1, 128)), MXScaling(), ...) "
+                        f"or one of the names {sorted(RECIPE_NAMES)}; got {type(name).__name__}")
+    key = name.strip().lower().replace("-", "_")
+    if key not in RECIPE_NAMES:
+        raise ValueError(f"unknown recipe {name!r}; known names: {', '.join(sorted(RECIPE_NAMES))}")
+    return RECIPE_NAMES[key]()
+
+
+def _as_float32(x: Any) -> Any:
+    """A contiguous float32 array/tensor from ``x``, with a clear error for what cannot be quantized."""
+    if is_torch(x):
+        if x.is_complex() or x.dtype == torch.bool:
+            raise TypeError(f"quantize_tensor needs real numbers, got a tensor of {x.dtype}")
+        return x.detach().to(torch.float32).contiguous()
+    try:
+        arr = np.asarray(x)
+    except ValueError as e:  # ragged nested lists
+        raise ValueError(f"quantize_tensor needs a rectangular array of numbers: {e}") from None
+    if arr.dtype.kind == "c":
+        raise TypeError("quantize_tensor needs real numbers; pass the real and imaginary parts separately")
+    if arr.dtype.kind not in "fiub" and arr.dtype.type.__module__ != "ml_dtypes":
+        raise TypeError(f"quantize_tensor needs an array of real numbers (float, int or bool), got dtype {arr.dtype}")
+    return np.asarray(arr, dtype=np.float32, order="C")  # (ascontiguousarray would make 0-d 1-d)
+
+
+def quantize_tensor(x: Any, fmt: "str | Format | None" = None, recipe: "Recipe | str | None" = None) -> QTensor:
+    """Quantize ``x`` (numpy or torch, any shape) to ``fmt`` with a scaling ``recipe``, returning a QTensor.
+
+    ``fmt`` defaults to the recipe's usual format (``e4m3``; ``fp4`` for NVFP4; ``int8`` for
+    IntScaling) and ``recipe`` to current per-tensor scaling. The recipe cuts the tensor into
+    blocks, computes one scale per block (``q.scales``, float32 dequantisation multipliers with
+    ``scales.shape[i] == ceil(x.shape[i] / block[i])``) and the codes are the saturating cast of
+    ``x / scale``, so ``x ≈ q.dequantize() == decode(q.codes) * scale``. numpy in gives numpy
+    codes and scales; a tensor gives tensors on its device. See ``fp8lab.scaling.base`` for how
+    inf, NaN and all-zero blocks are handled, and ``q.info`` for what was reported.
+
+    >>> import numpy as np
+    >>> q = quantize_tensor(np.array([[1.0, 2.0], [-4.0, 8.0]], np.float32), "e4m3", TensorScaling(pow2=True))
+    >>> q.scales.tolist(), q.dequantize().tolist()
+    ([[0.03125]], [[1.0, 2.0], [-4.0, 8.0]])
+    """
+    recipe = TensorScaling() if recipe is None else get_recipe(recipe)
+    fmt = get_format(recipe.default_format if fmt is None else fmt)
+    recipe.check_format(fmt)
+    xf = _as_float32(x)
+    if xf.ndim > 0:
+        return recipe.quantize(xf, fmt)
+    q = recipe.quantize(xf.reshape(1), fmt)  # a 0-d input is quantized as one element
+    zp = q.zero_point.reshape(()) if q.zero_point is not None else None
+    return QTensor(q.codes.reshape(()), q.scales.reshape(()), q.format, scaling=q.scaling, block=(),
+                   scale_format=q.scale_format, tensor_scale=q.tensor_scale, zero_point=zp, info=q.info)

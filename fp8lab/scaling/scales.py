@@ -1,0 +1,73 @@
+"""Scale arithmetic: turn a per-block amax into a float32 dequantisation multiplier, exactly.
+
+A scale here is always the *dequantisation* multiplier ``s`` with ``x ≈ decode(code) * s``
+(DeepSeek-V3's ``weight_scale_inv``, Transformer Engine's ``scale_inv``). The arithmetic is done
+in float64 on the host (a few numbers per block) and rounded *up* to float32, so ``amax / s``
+never exceeds the format's max and a current-scaling recipe never clips.
+
+>>> float_scales(np.array([448.0, 0.0, 300.0]), 448.0).tolist()
+[1.0, 1.0, 0.6696428656578064]
+>>> float_scales(np.array([448.0, 300.0]), 448.0, pow2=True).tolist()
+[1.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["round_up_float32", "pow2_ceil", "float_scales", "E8M0_MIN_EXP", "E8M0_MAX_EXP", "F32_TINY"]
+
+E8M0_MIN_EXP = -127  #: smallest power of two an E8M0 (UE8M0) scale holds, 2^-127 (code 0x00)
+E8M0_MAX_EXP = 127  #: largest, 2^127 (code 0xFE; 0xFF is NaN)
+F32_TINY = float(np.finfo(np.float32).tiny)  #: smallest normal float32, the floor of a float scale
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def round_up_float32(s: np.ndarray) -> np.ndarray:
+    """Float64 values rounded *up* to float32 (never below the input, so ``amax / s <= max`` survives).
+
+    >>> float(round_up_float32(np.array([1 / 3]))[0]) >= 1 / 3
+    True
+    """
+    s = np.asarray(s, dtype=np.float64)
+    s32 = s.astype(np.float32)
+    low = s32.astype(np.float64) < s
+    if np.any(low):
+        s32[low] = np.nextafter(s32[low], np.float32(np.inf))
+    return s32
+
+
+def pow2_ceil(s: np.ndarray, min_exp: int = E8M0_MIN_EXP, max_exp: int = E8M0_MAX_EXP) -> np.ndarray:
+    """The smallest power of two ``>= s`` (exact bit arithmetic with frexp), exponent clamped to E8M0's range.
+
+    >>> pow2_ceil(np.array([0.75, 1.0, 1.0000001, 3e-60])).tolist()
+    [1.0, 1.0, 2.0, 5.877471754111438e-39]
+    """
+    s = np.asarray(s, dtype=np.float64)
+    m, e = np.frexp(s)  # s = m * 2^e with 0.5 <= m < 1, so 2^(e-1) <= s < 2^e
+    k = np.where(m == 0.5, e - 1, e)
+    return np.ldexp(1.0, np.clip(k, min_exp, max_exp)).astype(np.float64)
+
+
+def float_scales(amax: np.ndarray, fmt_max: float, *, margin: float = 0, pow2: bool = False) -> np.ndarray:
+    """Float32 dequantisation multipliers ``amax * 2^margin / fmt_max`` for each block (1.0 for all-zero blocks).
+
+    ``pow2=True`` rounds each scale up to a power of two (the UE8M0 scale format of DeepSeek-V3.1
+    and DeepGEMM on SM100); otherwise the scale is rounded up to the next float32 and kept at or
+    above the smallest normal float32, so that its reciprocal stays finite. A block with amax 0
+    (all zeros, or nothing finite) gets the scale 1.0: its codes are zeros whatever the scale,
+    and Transformer Engine also starts from 1.
+
+    >>> float_scales(np.array([6.0, 7.0]), 6.0, pow2=True).tolist(), float_scales(np.array([2.0]), 448.0, margin=1).tolist()
+    ([1.0, 2.0], [0.008928571827709675])
+    """
+    amax = np.asarray(amax, dtype=np.float64)
+    zero = ~(amax > 0)  # zero, or NaN (a block with no finite values)
+    s = np.where(zero, 1.0, amax) * (2.0**margin) / float(fmt_max)
+    if pow2:
+        s = pow2_ceil(s)
+    else:
+        s = np.clip(s, F32_TINY, _F32_MAX)
+    out = round_up_float32(s)
+    out[zero] = 1.0
+    return out
