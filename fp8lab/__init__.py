@@ -8,8 +8,11 @@
 from .codec import decode, decode_table, encode, quantize
 from .explain import Explanation, explain
 from .formats import FloatFormat, IntFormat
+from .gemm import Accumulator, accumulation_error_vs_k, native_available, scaled_matmul
 from .qtensor import QTensor
 from .registry import get_format, list_formats, register_format
+from .scaling import *  # noqa: F401,F403 - quantize_tensor, the recipes, LossScaler, ...
+from .scaling import __all__ as _scaling_all
 from .sizing import *  # noqa: F401,F403 - ModelConfig, get_model, kv_cache_bytes, ...
 from .sizing import __all__ as _sizing_all
 
@@ -18,5 +21,7 @@ __version__ = "0.1.0"
 __all__ = [
     "FloatFormat", "IntFormat", "get_format", "list_formats", "register_format",
     "encode", "decode", "quantize", "decode_table", "explain", "Explanation", "QTensor",
+    "scaled_matmul", "Accumulator", "native_available", "accumulation_error_vs_k",
+    *_scaling_all,
     *_sizing_all,
 ]

@@ -1,0 +1,153 @@
+"""The emulated scaled GEMM: decoded FP8 values, FP32 matmuls, and the accumulator model around them.
+
+Two paths, chosen by the :class:`~fp8lab.gemm.accumulator.Accumulator`:
+
+- **exact** (``Accumulator()``): with one K-block (per-tensor, per-row/column scales) it is one
+  float32 matmul of the decoded values with the scales applied to the result, as the kernels'
+  epilogue does: ``out = (A @ B) * sa[:, None] * sb[None, :]``. With K-blocks (1x128, 128x128)
+  DeepGEMM applies each block's scales to that block's partial result when it promotes it; in real
+  arithmetic that equals dequantising the operands first and doing *one* matmul, which is what this
+  path does (the difference is float32 rounding, which the tests bound).
+- **limited** (``Accumulator(mantissa_bits=...)``): needs the partial sums, so it walks ``K`` in MMA
+  chunks: for a tile of rows, ``partial.addmm_(A[:, chunk], B[chunk])`` (the chunk's products summed
+  in FP32 and added), the partial rounded to ``mantissa_bits`` in place, and every
+  ``promote_every`` elements the partial is scaled, added to the FP32 output and reset. Row tiles
+  keep the partial and output tiles in the CPU cache.
+
+>>> import numpy as np, torch
+>>> from fp8lab.codec import encode
+>>> from fp8lab.qtensor import QTensor
+>>> from fp8lab.gemm.checks import prepare
+>>> q = QTensor(encode(torch.ones(2, 64), "e4m3"), torch.ones(1, 1), "e4m3")
+>>> exact(prepare(q, QTensor(encode(torch.ones(64, 3), "e4m3"), torch.ones(1, 1), "e4m3"))).tolist()
+[[64.0, 64.0, 64.0], [64.0, 64.0, 64.0]]
+"""
+
+from __future__ import annotations
+
+from ..codec.backend import torch
+from .accumulator import Accumulator, round_mantissa
+from .checks import Problem
+from .decode import decode_values
+
+__all__ = ["exact", "limited", "check_accumulator"]
+
+_CACHE_BYTES = 2 << 20   # model "round": a partial-sum tile this large stays in a core's L2 cache
+_ALIGN_BYTES = 64 << 20  # model "align": float64 products of a row tile, (rows, mma_k, N), and copies
+
+
+def _scale_k_blocks_(va, vb, p: Problem) -> None:
+    """Multiply A's columns and B's rows, K-block by K-block, by their scales (in place)."""
+    g, nkb = p.k_block, p.n_kblocks
+    full = (p.k // g) * g
+    nfull = full // g
+    if nfull:
+        va[:, :full].view(p.m, nfull, g).mul_(p.sa[:, :nfull, None])
+        vb[:full].view(nfull, g, p.n).mul_(p.sb[:nfull, None, :])
+    if full < p.k:
+        va[:, full:].mul_(p.sa[:, nkb - 1:nkb])
+        vb[full:].mul_(p.sb[nkb - 1:nkb])
+
+
+def exact(p: Problem):
+    """``qa @ qb`` with exact FP32 accumulation (any summation order), as float32 (M, N).
+
+    >>> import numpy as np
+    >>> from fp8lab.qtensor import QTensor
+    >>> from fp8lab.gemm.checks import prepare
+    >>> q = QTensor(np.full((1, 2), 56, np.uint8), np.full((1, 1), 0.5, np.float32), "e4m3")
+    >>> exact(prepare(q, QTensor(np.full((2, 1), 56, np.uint8), np.ones((1, 1), np.float32), "e4m3"))).tolist()
+    [[1.0]]
+    """
+    if p.k == 0 or p.m == 0 or p.n == 0:
+        return torch.zeros(p.m, p.n, dtype=torch.float32, device=p.device)
+    va = decode_values(p.a_codes, p.a_format, slot="a")
+    vb = decode_values(p.b_codes, p.b_format, slot="b")
+    if p.n_kblocks == 1:  # scales constant along K: the epilogue applies them to the result
+        out = va @ vb
+        out.mul_(p.sa)
+        out.mul_(p.sb)
+        return out
+    _scale_k_blocks_(va, vb, p)  # va, vb are our own buffers (workspace or fresh): scaling in place is safe
+    return va @ vb
+
+
+def check_accumulator(acc: Accumulator, p: Problem) -> int:
+    """The promotion interval for this problem, or a clear error if ``acc`` cannot work with its scales.
+
+    >>> import numpy as np
+    >>> from fp8lab.qtensor import QTensor
+    >>> from fp8lab.gemm.checks import prepare
+    >>> q = QTensor(np.zeros((1, 256), np.uint8), np.ones((1, 2), np.float32), "e4m3", block=(1, 128))
+    >>> check_accumulator(Accumulator(13, 64), prepare(q, QTensor(np.zeros((256, 1), np.uint8), np.ones((1, 1), np.float32), "e4m3")))
+    64
+    """
+    pe = acc.promote_every
+    if p.n_kblocks > 1:
+        if pe is None:
+            raise ValueError(
+                f"promote_every=None (never promote) needs scales that are constant along K, but the scales change "
+                f"every {p.k_block} elements of K (blocks {p.a_block} and {p.b_block}); a tensor core cannot apply "
+                f"a new scale in the middle of an accumulation. Use promote_every dividing {p.k_block} "
+                f"(DeepSeek-V3: 128), or per-tensor / per-row scales")
+        if p.k_block % pe:
+            raise ValueError(
+                f"promote_every={pe} does not divide the K-block of {p.k_block}: a partial sum would span two scale "
+                f"blocks. Use a promote_every that divides {p.k_block} (and is a multiple of mma_k={acc.mma_k})")
+        if p.k_block % acc.mma_k:
+            raise ValueError(f"the K-block of {p.k_block} is not a multiple of mma_k={acc.mma_k}")
+    return pe if pe is not None else max(p.k, 1)
+
+
+def _align_step(part, a_c, b_c, acc: Accumulator) -> None:
+    """Model (b): align the chunk's products and the partial to their largest exponent, cut, add (in place)."""
+    prods = a_c.double()[:, :, None] * b_c.double()[None, :, :]           # (rows, kc, N), exact
+    terms = torch.cat([part.double()[:, None, :], prods], dim=1)
+    _, e = torch.frexp(terms.abs().amax(dim=1, keepdim=True))              # largest |term| < 2**e
+    quantum = torch.ldexp(torch.ones_like(terms[:, :1]), e - 1 - acc.mantissa_bits)
+    cut = torch.trunc(terms / quantum) if acc.rounding == "toward_zero" else torch.round(terms / quantum)
+    part.copy_((cut * quantum).sum(dim=1))
+    round_mantissa(part, acc.mantissa_bits, acc.rounding, inplace=True)
+
+
+def limited(p: Problem, acc: Accumulator, tile_rows: int | None = None):
+    """``qa @ qb`` through a limited-precision accumulator promoted to FP32, as float32 (M, N).
+
+    >>> import torch
+    >>> from fp8lab.codec import encode
+    >>> from fp8lab.qtensor import QTensor
+    >>> from fp8lab.gemm.checks import prepare
+    >>> qa = QTensor(encode(torch.ones(1, 4096), "e4m3"), torch.ones(1, 1), "e4m3")
+    >>> qb = QTensor(encode(torch.full((4096, 1), 1.0 + 2**-3), "e4m3"), torch.ones(1, 1), "e4m3")
+    >>> p = prepare(qa, qb)
+    >>> limited(p, Accumulator(4, promote_every=None)).item(), limited(p, Accumulator(4, 128)).item()  # exact: 4608
+    (1024.0, 4608.0)
+    """
+    pe = check_accumulator(acc, p)
+    out = torch.zeros(p.m, p.n, dtype=torch.float32, device=p.device)
+    if p.k == 0 or p.m == 0 or p.n == 0:
+        return out
+    va = decode_values(p.a_codes, p.a_format, slot="a")
+    vb = decode_values(p.b_codes, p.b_format, slot="b")
+    mk, g = acc.mma_k, p.k_block
+    if tile_rows is None:
+        budget, per_row = (_CACHE_BYTES, p.n * 4) if acc.model == "round" else (_ALIGN_BYTES, p.n * 8 * (mk + 1) * 4)
+        tile_rows = max(1, min(p.m, budget // per_row))
+    for r0 in range(0, p.m, tile_rows):
+        r1 = min(r0 + tile_rows, p.m)
+        a, o = va[r0:r1], out[r0:r1]
+        part = torch.zeros(r1 - r0, p.n, dtype=torch.float32, device=p.device)
+        for p0 in range(0, p.k, pe):
+            p1 = min(p0 + pe, p.k)
+            for c0 in range(p0, p1, mk):
+                c1 = min(c0 + mk, p1)
+                if acc.model == "round":
+                    part.addmm_(a[:, c0:c1], vb[c0:c1])
+                    round_mantissa(part, acc.mantissa_bits, acc.rounding, inplace=True)
+                else:
+                    _align_step(part, a[:, c0:c1], vb[c0:c1], acc)
+            kb = p0 // g
+            part.mul_(p.sa[r0:r1, kb:kb + 1]).mul_(p.sb[kb:kb + 1])   # promotion: scale, add in FP32
+            o.add_(part)
+            part.zero_()
+    return out
