@@ -154,8 +154,9 @@ def encode(x: Any, fmt: "str | Format", *, rounding: str = "nearest", saturate: 
         return _encode_flat(xt.reshape(-1), fmt, TORCH, rounding, saturate, gen).reshape(x.shape)
     arr = _numpy_float32(x)
     gen = _make_generator(generator, NUMPY) if rounding == "stochastic" else None
-    if isinstance(fmt, IntFormat):  # integers round from float64: no double rounding needed
-        src = np.asarray(x, dtype=np.float64, order="C")
+    if isinstance(fmt, IntFormat):  # integers round from the input's own precision: no double rounding
+        given = np.asarray(x)
+        src = np.asarray(given, dtype=np.float32 if given.dtype in (np.float32, np.float16) else np.float64, order="C")
         codes = _encode_flat(src.reshape(-1), fmt, NUMPY, rounding, saturate, gen).reshape(src.shape)
     else:
         codes = _encode_flat(arr.reshape(-1), fmt, NUMPY, rounding, saturate, gen).reshape(arr.shape)

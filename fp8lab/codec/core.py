@@ -170,14 +170,15 @@ def int_encode(x, fmt: IntFormat, be: Backend, rounding: str, generator):
     if be.np:
         import numpy as np
 
-        x = np.nan_to_num(x.astype(np.float64), nan=0.0, posinf=fmt.max, neginf=fmt.min)
         if rounding == "nearest":
             q = np.rint(x)
         elif rounding == "toward_zero":
             q = np.trunc(x)
         else:
-            q = np.floor(x + generator.random(x.shape))
-        q = np.clip(q, fmt.min, fmt.max).astype(np.int64)
+            q = np.floor(x + generator.random(x.shape).astype(x.dtype))
+        np.clip(q, fmt.min, fmt.max, out=q)  # +-inf saturate here
+        np.copyto(q, 0, where=np.isnan(q))  # NaN has no integer code: it becomes 0
+        q = q.astype(np.int32)
     else:
         import torch
 
