@@ -471,14 +471,15 @@ def test_from_hf_config_reads_what_the_presets_hold():
 # accuracy of quantized caches
 def _oracle_rel_error(fmt_dtype, fmt_max: float, granularity: str) -> float:
     """The same experiment with ml_dtypes casts (an independent codec) and float64 attention."""
-    q, k, v = sz.kv_accuracy.make_kv_data(seq_len=256)
+    from fp8lab.sizing.kv_accuracy import make_kv_data
 
-    def quant(x):
-        x2 = x.reshape(-1, x.shape[-1]).astype(np.float32)
-        amax = np.abs(x2).max(axis=-1, keepdims=True) if granularity == "token" else np.abs(x2).max()
+    q, k, v = make_kv_data(seq_len=256)
+
+    def quant(x):  # x is (kv_heads, seq_len, head_dim)
+        axes = {"head": (2,), "token": (0, 2), "tensor": (0, 1, 2)}[granularity]
+        amax = np.abs(x).max(axis=axes, keepdims=True)
         scale = (amax / np.float32(fmt_max)).astype(np.float32)
-        y = np.clip(x2 / scale, -fmt_max, fmt_max).astype(fmt_dtype).astype(np.float32) * scale
-        return y.reshape(x.shape)
+        return np.clip(x / scale, -fmt_max, fmt_max).astype(fmt_dtype).astype(np.float32) * scale
 
     def attn(q, k, v):
         s = q.astype(np.float64) @ np.swapaxes(k, -1, -2).astype(np.float64) / math.sqrt(q.shape[-1])
@@ -492,7 +493,7 @@ def _oracle_rel_error(fmt_dtype, fmt_max: float, granularity: str) -> float:
 @pytest.mark.parametrize("fmt,dtype,fmax", [("e4m3", ml_dtypes.float8_e4m3fn, 448.0),
                                              ("e5m2", ml_dtypes.float8_e5m2, 57344.0),
                                              ("fp4", ml_dtypes.float4_e2m1fn, 6.0)])
-@pytest.mark.parametrize("granularity", ["token", "tensor"])
+@pytest.mark.parametrize("granularity", ["head", "token", "tensor"])
 def test_kv_accuracy_agrees_with_an_ml_dtypes_oracle(fmt, dtype, fmax, granularity):
     row, = kv_cache_accuracy([fmt], granularity=granularity, seq_len=256, use_scaling=False)
     assert row["quantized_with"] == "fp8lab.codec.quantize"
@@ -506,10 +507,12 @@ def test_kv_accuracy_ranks_the_formats():
     # 3 vs 2 mantissa bits: about 6 dB apart; FP8 E4M3 keeps the attention output above 20 dB, FP4 does not
     assert 4 < snr["float8_e4m3fn"] - snr["float8_e5m2"] < 8
     assert snr["float8_e4m3fn"] > 20 > snr["float4_e2m1fn"] > 0
+    head = kv_cache_accuracy(["fp4"], granularity="head", seq_len=256)[0]
     token = kv_cache_accuracy(["fp4"], granularity="token", seq_len=256)[0]
     tensor = kv_cache_accuracy(["fp4"], granularity="tensor", seq_len=256)[0]
-    assert token["rel_error"] < tensor["rel_error"]  # a scale per token beats one per tensor
-    assert token["bits_per_element"] == 4 + 32 / 128 and tensor["bits_per_element"] == 4
+    assert head["rel_error"] < token["rel_error"] < tensor["rel_error"]  # finer scales, smaller error
+    assert head["bits_per_element"] == 4 + 32 / 128 and token["bits_per_element"] == 4 + 32 / (4 * 128)
+    assert tensor["bits_per_element"] == 4
 
 
 def test_kv_accuracy_is_deterministic_and_checks_input():

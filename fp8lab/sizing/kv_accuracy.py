@@ -2,8 +2,9 @@
 
 The data imitate an LLM's cache: queries, keys and values are standard normal, and a few key
 channels per head carry large outliers (as measured in real models' keys, e.g. KIVI, arXiv
-2402.02750). K and V are quantized with one scale per token and head (``granularity="token"``,
-scale = amax / format max) or one scale for the whole tensor (``"tensor"``); attention
+2402.02750). K and V are quantized with scale = amax / format max per token and K/V head
+(``granularity="head"``), per token shared by all heads (``"token"``) or for the whole tensor
+(``"tensor"``) — the same words as ``kv_cache_size``'s ``scale_granularity``; attention
 ``softmax(q k^T / sqrt(d)) v`` is then computed in FP32 with the dequantized K and V and compared
 with the FP32 result.
 
@@ -23,7 +24,7 @@ from ..formats import Format
 from ..registry import get_format
 from .units import check_count, dtype_bits
 
-__all__ = ["kv_cache_accuracy", "make_kv_data", "attention"]
+__all__ = ["kv_cache_accuracy", "make_kv_data", "attention", "GRANULARITIES"]
 
 
 def make_kv_data(*, kv_heads: int = 4, seq_len: int = 512, head_dim: int = 128, queries: int = 16,
@@ -66,10 +67,28 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
     return p @ v
 
 
+#: scale granularities of the accuracy study (a subset of kv_cache_size's), with what shares a scale
+GRANULARITIES = {"head": "one scale per token and K/V head", "token": "one scale per token, shared by all K/V heads",
+                 "tensor": "one scale for the whole K (and one for V)"}
+
+
+def _rows(x: np.ndarray, granularity: str) -> np.ndarray:
+    """``x`` (kv_heads, seq_len, head_dim) as a matrix whose rows share a scale (or all one scale)."""
+    if granularity == "token":
+        return np.ascontiguousarray(np.swapaxes(x, 0, 1)).reshape(x.shape[1], -1)
+    return x.reshape(-1, x.shape[-1])
+
+
+def _unrows(x2d: np.ndarray, shape: tuple[int, ...], granularity: str) -> np.ndarray:
+    if granularity == "token":
+        return np.ascontiguousarray(np.swapaxes(x2d.reshape(shape[1], shape[0], shape[2]), 0, 1))
+    return x2d.reshape(shape)
+
+
 def _quantize_codec(x2d: np.ndarray, fmt: Format, granularity: str) -> np.ndarray:
     from ..codec import quantize  # imported here: the codec imports nothing from sizing
 
-    amax = np.abs(x2d).max(axis=-1, keepdims=True) if granularity == "token" else np.abs(x2d).max(keepdims=True)
+    amax = np.abs(x2d).max(axis=-1, keepdims=True) if granularity != "tensor" else np.abs(x2d).max(keepdims=True)
     scale = np.where(amax > 0, amax / np.float32(fmt.max), np.float32(1)).astype(np.float32)
     return np.asarray(quantize(x2d / scale, fmt, saturate=True), dtype=np.float32) * scale
 
@@ -79,26 +98,26 @@ def _quantize_scaling(x2d: np.ndarray, fmt: Format, granularity: str) -> np.ndar
         from ..scaling import AxisScaling, TensorScaling, quantize_tensor
     except ImportError:
         return None
-    recipe = AxisScaling(axis=-1) if granularity == "token" else TensorScaling()
+    recipe = AxisScaling(axis=-1) if granularity != "tensor" else TensorScaling()
     return np.asarray(quantize_tensor(x2d, fmt, recipe).dequantize(), dtype=np.float32)
 
 
 def _quantize(x: np.ndarray, fmt: Format, granularity: str, use_scaling: bool | None) -> tuple[np.ndarray, str]:
-    x2d = x.reshape(-1, x.shape[-1])  # one row per (head, token)
+    x2d = _rows(x, granularity)
     if use_scaling is not False:
         out = _quantize_scaling(x2d, fmt, granularity)
         if out is not None:
-            return out.reshape(x.shape), "fp8lab.scaling.quantize_tensor"
+            return _unrows(out, x.shape, granularity), "fp8lab.scaling.quantize_tensor"
         if use_scaling:
             raise ImportError("use_scaling=True but fp8lab.scaling.quantize_tensor is not available")
-    return _quantize_codec(x2d, fmt, granularity).reshape(x.shape), "fp8lab.codec.quantize"
+    return _unrows(_quantize_codec(x2d, fmt, granularity), x.shape, granularity), "fp8lab.codec.quantize"
 
 
 def _rel(err: np.ndarray, ref: np.ndarray) -> float:
     return float(np.linalg.norm(err.astype(np.float64)) / np.linalg.norm(ref.astype(np.float64)))
 
 
-def kv_cache_accuracy(formats: Iterable["str | Format"] = ("e4m3", "e5m2", "fp4"), *, granularity: str = "token",
+def kv_cache_accuracy(formats: Iterable["str | Format"] = ("e4m3", "e5m2", "fp4"), *, granularity: str = "head",
                       kv_heads: int = 4, seq_len: int = 512, head_dim: int = 128, queries: int = 16,
                       outlier_channels: int = 4, outlier_scale: float = 10.0, seed: int = 0,
                       use_scaling: bool | None = None) -> list[dict]:
@@ -114,8 +133,8 @@ def kv_cache_accuracy(formats: Iterable["str | Format"] = ("e4m3", "e5m2", "fp4"
     >>> rows[0]["snr_db"] > rows[1]["snr_db"] > rows[2]["snr_db"]   # e4m3 > e5m2 > fp4
     True
     """
-    if granularity not in ("token", "tensor"):
-        raise ValueError(f"granularity must be 'token' (a scale per token and head) or 'tensor', got {granularity!r}")
+    if granularity not in GRANULARITIES:
+        raise ValueError(f"granularity must be one of {GRANULARITIES} , got {granularity!r}")
     q, k, v = make_kv_data(kv_heads=kv_heads, seq_len=seq_len, head_dim=head_dim, queries=queries,
                            outlier_channels=outlier_channels, outlier_scale=outlier_scale, seed=seed)
     ref = attention(q, k, v)
@@ -129,7 +148,7 @@ def kv_cache_accuracy(formats: Iterable["str | Format"] = ("e4m3", "e5m2", "fp4"
         bits = dtype_bits(fmt)
         rows.append({
             "format": fmt.name, "bits": bits, "granularity": granularity,
-            "bits_per_element": bits + (32 / head_dim if granularity == "token" else 0.0),
+            "bits_per_element": bits + {"head": 32 / head_dim, "token": 32 / (kv_heads * head_dim)}.get(granularity, 0.0),
             "k_rel_error": _rel(kq - k, k), "v_rel_error": _rel(vq - v, v),
             "rel_error": rel, "snr_db": math.inf if rel == 0 else -20 * math.log10(rel),
             "max_abs_error": float(np.abs(out - ref).max()), "quantized_with": via,
