@@ -25,6 +25,8 @@ Two paths, chosen by the :class:`~fp8lab.gemm.accumulator.Accumulator`:
 
 from __future__ import annotations
 
+import contextlib
+
 from ..codec.backend import torch
 from .accumulator import Accumulator, round_mantissa
 from .checks import Problem
@@ -127,6 +129,31 @@ def limited(p: Problem, acc: Accumulator, tile_rows: int | None = None):
     out = torch.zeros(p.m, p.n, dtype=torch.float32, device=p.device)
     if p.k == 0 or p.m == 0 or p.n == 0:
         return out
+    small = torch.device(p.device).type == "cpu" and p.m * p.n < _SMALL_ELEMENTS
+    with _single_thread(small):  # many tiny ops: waking torch's worker threads costs more than the work
+        _limited_into(out, p, acc, pe, tile_rows)
+    return out
+
+
+_SMALL_ELEMENTS = 1 << 16
+
+
+@contextlib.contextmanager
+def _single_thread(enabled: bool):
+    """Run the block with one torch CPU thread (restored afterwards) when ``enabled``."""
+    if not enabled:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _limited_into(out, p: Problem, acc: Accumulator, pe: int, tile_rows: int | None) -> None:
+    """The chunk loop of :func:`limited`, accumulating into ``out``."""
     va = decode_values(p.a_codes, p.a_format, slot="a")
     vb = decode_values(p.b_codes, p.b_format, slot="b")
     mk, g = acc.mma_k, p.k_block
@@ -150,4 +177,3 @@ def limited(p: Problem, acc: Accumulator, tile_rows: int | None = None):
             part.mul_(p.sa[r0:r1, kb:kb + 1]).mul_(p.sb[kb:kb + 1])   # promotion: scale, add in FP32
             o.add_(part)
             part.zero_()
-    return out
