@@ -1,0 +1,319 @@
+"""Figures and explorers for microscaling: where a block's max lands, floor vs rceil, MX vs NVFP4.
+
+Every figure is built from :func:`~fp8lab.scaling.quantize_tensor` (nothing is re-implemented
+here), as a matplotlib ``Figure`` without pyplot, with labelled axes and a title that states the
+finding computed from the data. :func:`describe_mx_block` is the plain function behind the
+:func:`mx_block_explorer` slider, so the chapter also works where widgets do not render.
+
+>>> rows = mx_rounding_comparison(np.full((4, 32), 957.0, np.float32), ["e4m3"])
+>>> [(r["rounding"], r["clipped_fraction"]) for r in rows]
+[('floor', 1.0), ('rceil', 0.0)]
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from ..formats import Format
+from ..registry import get_format
+from ..tables import format_table
+from .base import Recipe
+from .blocks import block_reduce
+from .metrics import sqnr_db
+from .mx import MXScaling, emax_elem, mx_scale_exponents
+from .nvfp4 import NVFP4Scaling
+from .quantize import quantize_tensor
+
+__all__ = ["MX_ELEMENT_FORMATS", "BLOCK_PROFILE", "mx_name", "block_max_error", "mx_rounding_comparison", "amax_over_scale",
+           "plot_block_max_error", "plot_scale_rounding", "plot_sqnr_vs_bits", "plot_fp4_error_distributions",
+           "describe_mx_block", "mx_block_explorer"]
+
+#: The five OCP MX element formats: MXFP8 (E4M3, E5M2), MXFP6 (E2M3, E3M2), MXFP4 (E2M1).
+MX_ELEMENT_FORMATS = ("e4m3", "e5m2", "e2m3", "e3m2", "fp4")
+
+#: A fixed 32-element block shape for the explorer: the largest magnitude 1.0 sits first, the rest is
+#: heavy-tailed (Student-t, df 4, seed 3) and scaled below it. ``describe_mx_block`` multiplies it by amax.
+BLOCK_PROFILE = (lambda t: np.concatenate([[1.0], t / np.abs(t).max() * 0.9]).astype(np.float32))(
+    np.random.default_rng(3).standard_t(4, 31))
+
+
+def mx_name(fmt: "str | Format") -> str:
+    """The MX name of an element format: ``MXFP8 E4M3``, ``MXFP6 E2M3``, ``MXFP4 E2M1``.
+
+    >>> [mx_name(n) for n in MX_ELEMENT_FORMATS]
+    ['MXFP8 E4M3', 'MXFP8 E5M2', 'MXFP6 E2M3', 'MXFP6 E3M2', 'MXFP4 E2M1']
+    """
+    fmt = get_format(fmt)
+    layout = f"E{fmt.exponent_bits}M{fmt.mantissa_bits}" if hasattr(fmt, "exponent_bits") else fmt.name
+    return f"MXFP{fmt.bits} {layout}"
+
+
+def _db(v: float) -> str:
+    return f"{round(v, 1) + 0.0:+.1f}"  # + 0.0 turns -0.0 into 0.0
+
+
+def block_max_error(amax: "np.ndarray | Sequence[float]", fmt: "str | Format", scale_rounding: str = "floor",
+                    block_size: int = 32) -> np.ndarray:
+    """Relative error ``(dequantised max - amax) / amax`` of a block's largest element after MX quantisation.
+
+    >>> block_max_error([957.0, 448.0], "e4m3", "floor").round(4).tolist()  # 957 -> 896; 448 is exact
+    [-0.0637, 0.0]
+    """
+    f = get_format(fmt)
+    a = np.asarray(amax, dtype=np.float32).reshape(-1)
+    x = np.zeros((a.size, block_size), np.float32)
+    x[:, 0] = a
+    y = quantize_tensor(x, f, MXScaling(block_size=block_size, scale_rounding=scale_rounding)).dequantize()[:, 0]
+    return (y.astype(np.float64) - a) / a
+
+
+def amax_over_scale(x: np.ndarray, q: Any) -> np.ndarray:
+    """Where each block's amax lands on the element grid: ``amax_block / scale`` (one value per block).
+
+    >>> q = quantize_tensor(np.array([957.0] + [1.0] * 31, np.float32), "e4m3", MXScaling())
+    >>> amax_over_scale(np.array([957.0] + [1.0] * 31, np.float32), q).tolist()  # above E4M3's max: clipped
+    [478.5]
+    """
+    amax = np.asarray(block_reduce(np.asarray(x, np.float32), q.block, "amax"), np.float64)
+    return (amax / np.asarray(q.scales, np.float64)).ravel()
+
+
+def mx_rounding_comparison(x: np.ndarray, formats: Sequence["str | Format"] = MX_ELEMENT_FORMATS,
+                           roundings: Sequence[str] = ("floor", "rceil"), block_size: int = 32) -> list[dict]:
+    """One row per (format, rounding): the fraction of blocks whose max was clipped, the SQNR and the bits per element.
+
+    A block is clipped when ``amax / X`` exceeds the element format's max, so its max saturates.
+
+    >>> r = mx_rounding_comparison(np.linspace(1, 7, 64, dtype=np.float32).reshape(2, 32), ["fp4"])
+    >>> [(d["rounding"], d["clipped_fraction"], d["bits_per_element"]) for d in r]
+    [('floor', 1.0, 4.25), ('rceil', 0.0, 4.25)]
+    """
+    x = np.asarray(x, np.float32)
+    rows = []
+    for fmt in formats:
+        f = get_format(fmt)
+        for rounding in roundings:
+            q = quantize_tensor(x, f, MXScaling(block_size=block_size, scale_rounding=rounding))
+            rows.append({"format": f.name, "label": mx_name(f), "rounding": rounding,
+                         "clipped_fraction": q.info["saturated_blocks"] / q.scales.size,
+                         "sqnr_db": sqnr_db(x, q.dequantize()), "bits_per_element": q.bits_per_element})
+    return rows
+
+
+def plot_block_max_error(formats: Sequence["str | Format"] = ("e4m3", "fp4"),
+                         roundings: Sequence[str] = ("floor", "rceil"), *, binades: int = 2,
+                         points: int = 1500) -> Figure:
+    """Plot the relative error of a block's largest element against amax, one panel per format, one line per rounding.
+
+    >>> fig = plot_block_max_error(["fp4"], points=64); len(fig.axes)
+    1
+    """
+    fmts = [get_format(f) for f in formats]
+    fig = Figure(figsize=(5.2 * len(fmts), 3.8), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(fmts)))
+    worst = []
+    for ax, f in zip(axes, fmts):
+        lo = 2.0 ** emax_elem(f)  # amax from 2^emax_elem over `binades` binades; the pattern repeats every binade
+        amax = (lo * 2.0 ** np.linspace(0, binades, points, endpoint=False)).astype(np.float32)
+        for rounding in roundings:
+            err = block_max_error(amax, f, rounding)
+            ax.plot(amax, 100 * err, lw=1.2, label=rounding)
+            worst.append(f"{mx_name(f)} {rounding} {100 * err[np.argmax(np.abs(err))]:+.1f}%")
+        ax.axhline(0, color="0.5", lw=0.6)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("block amax (log2 scale)")
+        ax.set_ylabel("error of the block max (%)")
+        ax.set_title(f"{mx_name(f)} (element max {f.max:g})", fontsize=10)
+        ax.legend(fontsize=8)
+    fig.suptitle("Largest error of the block maximum: " + ", ".join(worst)
+                 + "\n(floor clips the max when amax / X exceeds the element max; rceil only rounds it)", fontsize=10)
+    return fig
+
+
+def plot_scale_rounding(datasets: Mapping[str, np.ndarray], formats: Sequence["str | Format"] = MX_ELEMENT_FORMATS,
+                        roundings: Sequence[str] = ("floor", "rceil"), block_size: int = 32) -> Figure:
+    """Bar charts of the clipped-block fraction (first dataset) and of the SQNR per dataset, for each format and rounding.
+
+    >>> x = np.linspace(1, 7, 64, dtype=np.float32).reshape(2, 32)
+    >>> fig = plot_scale_rounding({"ramp": x}, ["fp4"]); len(fig.axes)
+    2
+    """
+    if not datasets:
+        raise ValueError("give at least one dataset, e.g. {'random': x}")
+    results = {name: mx_rounding_comparison(x, formats, roundings, block_size) for name, x in datasets.items()}
+    labels = [mx_name(get_format(f)) for f in formats]
+    fig = Figure(figsize=(4.6 * (1 + len(datasets)), 3.9), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, 1 + len(datasets)))
+    width = 0.8 / len(roundings)
+    pos = np.arange(len(formats))
+    first = next(iter(results.values()))
+    gains = []
+    for j, rounding in enumerate(roundings):
+        rows = [r for r in first if r["rounding"] == rounding]
+        axes[0].bar(pos + j * width, [100 * r["clipped_fraction"] for r in rows], width, label=rounding)
+    axes[0].set_ylabel("blocks whose max was clipped (%)")
+    axes[0].set_title(f"Clipped blocks ({next(iter(datasets))})", fontsize=10)
+    for ax, (name, rows_all) in zip(axes[1:], results.items()):
+        for j, rounding in enumerate(roundings):
+            rows = [r for r in rows_all if r["rounding"] == rounding]
+            ax.bar(pos + j * width, [r["sqnr_db"] for r in rows], width, label=rounding)
+        ax.set_ylabel("SQNR (dB, higher is better)")
+        ax.set_title(f"SQNR ({name})", fontsize=10)
+        if len(roundings) >= 2:
+            by = {(r["label"], r["rounding"]): r["sqnr_db"] for r in rows_all}
+            d = [by[(lab, roundings[1])] - by[(lab, roundings[0])] for lab in labels]
+            gains.append(f"{name}: {_db(min(d))} to {_db(max(d))} dB")
+    for ax in axes:
+        ax.set_xticks(pos + width * (len(roundings) - 1) / 2, [lab.replace(" ", "\n") for lab in labels])
+        ax.set_xlabel(f"element format (blocks of {block_size}, E8M0 scale)")
+        ax.legend(fontsize=8)
+    clip = []
+    for rounding in roundings:
+        c = [100 * r["clipped_fraction"] for r in first if r["rounding"] == rounding]
+        clip.append(f"{rounding} {min(c):.0f}%" + (f" to {max(c):.0f}%" if round(max(c)) != round(min(c)) else ""))
+    title = "Clipped blocks: " + ", ".join(clip)
+    if gains:
+        title += f"\nSQNR of {roundings[1]} minus {roundings[0]} per format: " + "; ".join(gains)
+    fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def plot_sqnr_vs_bits(x: np.ndarray, entries: Mapping[str, "tuple[str | Format, Recipe]"], *,
+                      title: str | None = None) -> Figure:
+    """Scatter of SQNR against storage (bits per element, scales included), one labelled point per (format, recipe).
+
+    >>> x = np.linspace(-3, 3, 64, dtype=np.float32).reshape(2, 32)
+    >>> fig = plot_sqnr_vs_bits(x, {"MXFP4": ("fp4", MXScaling()), "MXFP8": ("e4m3", MXScaling())})
+    >>> fig.axes[0].get_xlabel()
+    'storage (bits per element, scales included)'
+    """
+    x = np.asarray(x, np.float32)
+    pts = []
+    for label, (fmt, recipe) in entries.items():
+        q = quantize_tensor(x, fmt, recipe)
+        pts.append((label, q.bits_per_element, sqnr_db(x, q.dequantize())))
+    fig = Figure(figsize=(9.5, 4.4), layout="constrained")
+    ax = fig.add_subplot()
+    markers = "osD^vP*Xh<>"
+    for i, (label, bits, s) in enumerate(pts):
+        ax.scatter(bits, s, s=40, marker=markers[i % len(markers)], label=f"{label}: {bits:.2f} bits, {s:.1f} dB")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_xlabel("storage (bits per element, scales included)")
+    ax.set_ylabel("SQNR (dB, higher is better)")
+    ax.grid(alpha=0.3)
+    if title is None:
+        lo, hi = min(pts, key=lambda p: p[2]), max(pts, key=lambda p: p[2])
+        title = (f"SQNR from {lo[2]:.1f} dB ({lo[0]}, {lo[1]:.2f} bits) to {hi[2]:.1f} dB ({hi[0]}, {hi[1]:.2f} bits)"
+                 f"\non {x.shape} float32 data")
+    ax.set_title(title, fontsize=10)
+    return fig
+
+
+def plot_fp4_error_distributions(x: np.ndarray, entries: "Mapping[str, Recipe] | None" = None,
+                                 fmt: "str | Format" = "fp4") -> Figure:
+    """Two panels per FP4 recipe: where each block's amax lands on the E2M1 grid, and the CDF of the relative error.
+
+    >>> x = np.linspace(-3, 3, 64, dtype=np.float32).reshape(2, 32)
+    >>> fig = plot_fp4_error_distributions(x); len(fig.axes)
+    2
+    """
+    if entries is None:
+        entries = {"MXFP4 (floor)": MXScaling(), "MXFP4 (rceil)": MXScaling(scale_rounding="rceil"),
+                   "NVFP4": NVFP4Scaling()}
+    f = get_format(fmt)
+    x = np.asarray(x, np.float32)
+    fig = Figure(figsize=(12, 4.2), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    bins = np.linspace(f.max / 4, f.max * 1.5, 121)
+    summary = []
+    nz = x != 0
+    for label, recipe in entries.items():
+        q = quantize_tensor(x, f, recipe)
+        y = q.dequantize()
+        land = amax_over_scale(x, q)
+        left.hist(np.clip(land, bins[0], bins[-1]), bins=bins, histtype="step", lw=1.4, density=True,
+                  label=f"{label}: {land.min():.4g} to {land.max():.4g}")
+        rel = np.sort((np.abs(y[nz] - x[nz]) / np.abs(x[nz])).astype(np.float64))
+        flushed = float(np.mean(y[nz] == 0))
+        s = sqnr_db(x, y)
+        right.plot(np.clip(rel, 1e-4, None), np.arange(1, rel.size + 1) / rel.size, lw=1.4,
+                   label=f"{label}: SQNR {s:.1f} dB, {100 * flushed:.1f}% flushed to 0")
+        summary.append(f"{label} {s:.1f} dB")
+    left.axvline(f.max, color="0.3", ls="--", lw=1)
+    left.set_xlabel(f"block amax / block scale (E2M1 units; dashed: max {f.max:g})")
+    left.set_ylabel("density of blocks")
+    left.set_title("Where the block maximum lands on the E2M1 grid", fontsize=10)
+    left.legend(fontsize=8)
+    right.set_xscale("log")
+    right.set_xlabel("relative error |q(x) - x| / |x| per nonzero element (log scale; 1 = flushed to 0)")
+    right.set_ylabel("fraction of elements with error <= x")
+    right.set_title("Cumulative distribution of the relative error", fontsize=10)
+    right.legend(fontsize=8, loc="upper left")
+    fig.suptitle(f"FP4 on {x.shape} data: " + ", ".join(summary), fontsize=10)
+    return fig
+
+
+def describe_mx_block(amax: float, fmt: "str | Format" = "e4m3", roundings: Sequence[str] = ("floor", "rceil"),
+                      show: int = 6) -> str:
+    """Quantise ``amax * BLOCK_PROFILE`` (one 32-element MX block) and report, per rounding, the scale and the codes.
+
+    >>> print(describe_mx_block(957.0, "e4m3").splitlines()[0])
+    MX block of 32 float8_e4m3fn elements, amax 957 = 1.869 x 2^9; element max 448 = 1.75 x 2^8 (emax_elem 8)
+    """
+    f = get_format(fmt)
+    amax = float(amax)
+    if not (math.isfinite(amax) and amax > 0):
+        raise ValueError(f"amax must be a positive finite number, got {amax!r}")
+    x = (BLOCK_PROFILE * np.float32(amax)).astype(np.float32)
+    a = float(np.abs(x).max())
+    m, e = math.frexp(a)
+    fm, fe = math.frexp(f.max)
+    lines = [f"MX block of {x.size} {f.name} elements, amax {a:.6g} = {2 * m:.4g} x 2^{e - 1}; "
+             f"element max {f.max:g} = {2 * fm:.4g} x 2^{fe - 1} (emax_elem {emax_elem(f)})"]
+    rows, codes = [], []
+    for rounding in roundings:
+        k = int(mx_scale_exponents(np.array([a]), f, rounding)[0])
+        q = quantize_tensor(x, f, MXScaling(scale_rounding=rounding))
+        y = q.dequantize()
+        c = np.asarray(q.codes).ravel()
+        width = (f.bits + 3) // 4
+        err = (float(y[0]) - a) / a
+        rows.append([rounding, k, f"0x{k + 127:02X}", f"2^{k}", f"{a / 2.0 ** k:.6g}", f"0x{int(c[0]):0{width}X}",
+                     f"{float(y[0]):.6g}", f"{100 * err:+.2f}%", q.info["overflow"], f"{sqnr_db(x, y):.1f} dB"])
+        codes.append([rounding + " codes"] + [f"0x{int(v):0{width}X}" for v in c[:show]])
+        codes.append([rounding + " values"] + [f"{float(v):.4g}" for v in y[:show]])
+    lines.append(format_table(["rounding", "k", "E8M0", "X", "amax/X", "max code", "max ->", "error", "clipped",
+                               "block SQNR"], rows))
+    lines.append("")
+    lines.append(format_table(["first elements"] + [f"x[{i}]" for i in range(show)],
+                              [["x"] + [f"{float(v):.4g}" for v in x[:show]]] + codes))
+    return "\n".join(lines)
+
+
+def mx_block_explorer(amax: float = 957.0, fmt: "str | Format" = "e4m3") -> Any:
+    """A log slider for the block amax and a format menu above :func:`describe_mx_block` (needs ipywidgets).
+
+    The returned ``VBox`` has ``.amax``, ``.format`` and ``.text``.
+    """
+    import ipywidgets as w
+
+    slider = w.FloatLogSlider(value=float(amax), base=2, min=-4, max=16, step=1 / 64, description="amax",
+                              readout_format=".4g", continuous_update=False, layout=w.Layout(width="32em"))
+    menu = w.Dropdown(options=[get_format(n).name for n in MX_ELEMENT_FORMATS], value=get_format(fmt).name,
+                      description="elements")
+    text = w.HTML()
+
+    def refresh(_: object = None) -> None:
+        text.value = f"<pre style='line-height:1.3'>{html.escape(describe_mx_block(slider.value, menu.value))}</pre>"
+
+    slider.observe(refresh, names="value")
+    menu.observe(refresh, names="value")
+    refresh()
+    box = w.VBox([w.HBox([slider, menu]), text])
+    box.amax, box.format, box.text = slider, menu, text
+    return box
