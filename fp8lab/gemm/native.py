@@ -13,6 +13,10 @@ passed in the layout each torch kernel recognises:
   block scales (1x128 for A with 128x128 or 1x128 for B) in the strides torch checks for, where the
   installed torch and the GPU support them (Hopper), else a ``NotImplementedError`` saying so.
 
+The emulation applies the scales to the float32 product instead of to the operands, so the two
+differ by float32 rounding (a few 1e-7 relative) unless the scales are powers of two, where they
+agree bit for bit.
+
 >>> native_available("cpu") is None
 True
 """
