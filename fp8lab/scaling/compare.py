@@ -53,6 +53,7 @@ DEFAULT_RECIPES: list[RecipeSpec] = [
     ("NVFP4", "fp4", NVFP4Scaling),
     ("INT8 tensor", "int8", IntScaling),
     ("INT8 per-token", "int8", lambda: IntScaling(axis=-1)),
+    ("INT8 per-channel", "int8", lambda: IntScaling(axis=0)),
     ("INT8 asym per-token", "uint8", lambda: IntScaling(symmetric=False, axis=-1)),
     ("INT4 g128", "int4", lambda: IntScaling(bits=4, group_size=128)),
 ]
