@@ -34,3 +34,18 @@ def test_readme_names_the_two_commands_and_ci_calls_make_test():
     readme = (ROOT / "README.md").read_text()
     assert "make lab" in readme and "make test" in readme
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_readme_tour_runs_and_its_comments_are_true():
+    import numpy as np
+
+    readme = (ROOT / "README.md").read_text()
+    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - our own README
+    fl = scope["fl"]
+    assert fl.encode([1.0, -2.0, 500.0], "e4m3").tolist() == [56, 192, 127]
+    assert fl.quantize(500.0, "e4m3", saturate=True) == 448.0
+    assert fl.quantize(scope["torch"].tensor([0.3, 3.0]), "ue8m0").tolist() == [0.25, 4.0]
+    assert fl.kv_cache_bytes(fl.get_model("llama-3-70b"), seq_len=4096, batch=1, dtype="fp8") == 671088640
+    assert scope["y"].shape == (256, 128) and np.isfinite(np.asarray(scope["y"])).all()
