@@ -23,7 +23,7 @@ from .explain import bit_string, explain, fields
 from .formats import FloatFormat, Format, IntFormat
 from .registry import get_format
 
-__all__ = ["plot_value_grid", "plot_relative_spacing", "plot_rounding_error", "plot_bits",
+__all__ = ["figure_and_axes", "plot_value_grid", "plot_relative_spacing", "plot_rounding_error", "plot_bits",
            "positive_values", "COLORS"]
 
 #: One colour per bit field (and for subnormal values), shared by every figure and the widgets.
@@ -42,7 +42,12 @@ def _float_formats(formats: "str | Format | Sequence[str | Format]") -> list[Flo
     return out
 
 
-def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+def figure_and_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+    """The figure of ``ax``, or a new pyplot-free figure with one axes of ``figsize`` inches.
+
+    >>> fig, ax = figure_and_axes(None, (4, 3)); fig.get_size_inches().tolist()
+    [4.0, 3.0]
+    """
     if ax is not None:
         return ax.figure, ax
     fig = Figure(figsize=figsize, layout="constrained")
@@ -94,7 +99,7 @@ def plot_value_grid(formats: "str | Format | Sequence[str | Format]", *, ax: Axe
     'Figure'
     """
     fmts = _float_formats(formats)
-    fig, ax = _axes(ax, (9, 0.9 + 0.75 * len(fmts)))
+    fig, ax = figure_and_axes(ax, (9, 0.9 + 0.75 * len(fmts)))
     for row, f in enumerate(fmts):
         y = len(fmts) - 1 - row
         lo, top = math.log2(f.min_subnormal), math.log2(f.max)
@@ -137,7 +142,7 @@ def plot_relative_spacing(formats: "str | Format | Sequence[str | Format]", *, a
     'Figure'
     """
     fmts = _float_formats(formats)
-    fig, ax = _axes(ax, (9, 4.2))
+    fig, ax = figure_and_axes(ax, (9, 4.2))
     worst = []
     for f in fmts:
         v = positive_values(f, max_points)
@@ -171,7 +176,7 @@ def plot_rounding_error(x: "np.ndarray | Sequence[float]", fmt: "str | Format", 
     finite, zero = np.isfinite(q), q == 0
     kept = finite & ~zero  # underflow (error -1) and overflow are counted in the title, not drawn
     rel = (q[kept] - xs[kept]) / xs[kept]
-    fig, ax = _axes(ax, (8, 3.8))
+    fig, ax = figure_and_axes(ax, (8, 3.8))
     ax.hist(rel, bins=bins, color=COLORS["normal"], alpha=0.8)
     u = f.epsilon / 2
     for s in (-u, u):
@@ -209,7 +214,7 @@ def plot_bits(code: int, fmt: "str | Format", *, ax: Axes | None = None) -> Figu
         raise ValueError(f"code must be an int in 0..{2**f.bits - 1} for {f.name}, got {code!r}")
     code = int(code)
     names = _field_names(f)
-    fig, ax = _axes(ax, (max(3.0, 0.45 * f.bits + 1), 1.9))
+    fig, ax = figure_and_axes(ax, (max(3.0, 0.45 * f.bits + 1), 1.9))
     raw = format(code, f"0{f.bits}b")
     for i, (bit, name) in enumerate(zip(raw, names)):
         ax.add_patch(Rectangle((i, 0), 1, 1, facecolor=COLORS[name], alpha=0.35 + 0.5 * (bit == "1"),

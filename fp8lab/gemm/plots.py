@@ -17,6 +17,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ..viz import figure_and_axes
+
 __all__ = ["loglog_slope", "plot_accumulation_error", "plot_scale_blocks", "METRICS"]
 
 #: The error columns of :func:`~fp8lab.gemm.accumulation_error_vs_k` rows, with an axis label for each.
@@ -25,13 +27,6 @@ METRICS = {"max_rel_error": "largest elementwise relative error",
 
 _STYLE = {"exact FP32": dict(color="#7f7f7f", marker="s", linestyle=":"),
           "no promotion": dict(color="#d62728", marker="o", linestyle="-")}
-
-
-def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
-    if ax is not None:
-        return ax.figure, ax
-    fig = Figure(figsize=figsize, layout="constrained")
-    return fig, fig.add_subplot()
 
 
 def _check_metric(metric: str) -> None:
@@ -86,7 +81,7 @@ def plot_accumulation_error(rows: Sequence[dict[str, Any]], metric: str = "max_r
     ['no promotion: error ~ K^1.00, x16.0 from K=256 to 4096', 'promoted every 128: x1.00 over the same range']
     """
     series = _series(rows, metric)
-    fig, ax = _axes(ax, (6.4, 4.2))
+    fig, ax = figure_and_axes(ax, (6.4, 4.2))
     others = iter(["#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"])
     for setting, (ks, errs) in series.items():
         style = _STYLE.get(setting) or dict(color=next(others, None), marker="^", linestyle="-")

@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from ..codec import quantize
 from ..formats import FloatFormat, Format
 from ..registry import get_format
-from ..viz import COLORS
+from ..viz import COLORS, figure_and_axes
 from .blocks import to_numpy
 from .metrics import sqnr_db
 from .quantize import quantize_tensor
@@ -33,13 +33,6 @@ __all__ = ["window_fractions", "plot_magnitude_window", "scale_sweep", "plot_sca
 
 _REGION_COLORS = {"overflow": COLORS["sign"], "normal": COLORS["normal"], "subnormal": COLORS["subnormal"],
                   "underflow": "#7f7f7f"}
-
-
-def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
-    if ax is not None:
-        return ax.figure, ax
-    fig = Figure(figsize=figsize, layout="constrained")
-    return fig, fig.add_subplot()
 
 
 def _nonzero(x: Any, scale: Any = 1.0) -> np.ndarray:
@@ -90,7 +83,7 @@ def plot_magnitude_window(x: Any, fmt: "str | Format", scale: Any = 1.0, *, ax: 
     """
     f = get_format(fmt)
     v = _nonzero(x, scale)
-    fig, ax = _axes(ax, (8, 3.6))
+    fig, ax = figure_and_axes(ax, (8, 3.6))
     logs = np.log2(np.abs(v.astype(np.float64))) if v.size else np.zeros(0)
     top = math.log2(f.max)
     if isinstance(f, FloatFormat):
@@ -134,7 +127,7 @@ def plot_scale_sweep(x: Any, formats: "Sequence[str | Format]", margins: Sequenc
     >>> fig = plot_scale_sweep(np.linspace(-3, 3, 200, dtype=np.float32), ["e4m3", "int8"], range(-2, 4)); type(fig).__name__
     'Figure'
     """
-    fig, ax = _axes(ax, (8, 3.8))
+    fig, ax = figure_and_axes(ax, (8, 3.8))
     m = np.asarray(list(margins), dtype=int)
     widths = []
     for fmt in formats:
@@ -162,7 +155,7 @@ def plot_scale_map(q: Any, *, ax: Axes | None = None, title: str | None = None, 
         raise ValueError(f"plot_scale_map draws 2-D tensors, got shape {q.shape}")
     s = np.log2(np.asarray(to_numpy(q.expanded_scales()), dtype=np.float64))
     step = [max(1, math.ceil(n / max_pixels)) for n in s.shape]
-    fig, ax = _axes(ax, (4.5, 3.6))
+    fig, ax = figure_and_axes(ax, (4.5, 3.6))
     im = ax.imshow(s[:: step[0], :: step[1]], aspect="auto", interpolation="nearest", cmap="viridis",
                    extent=(0, s.shape[1], s.shape[0], 0))
     fig.colorbar(im, ax=ax, label="log2(scale)")
@@ -187,7 +180,7 @@ def plot_amax_history(amax: Sequence[float], scales: Sequence[float], fmt: "str 
     r = np.asarray(scales, dtype=np.float64) * f.max
     over = np.asarray(overflow, dtype=bool) if overflow is not None else a > r
     steps = np.arange(a.size)
-    fig, ax = _axes(ax, (8, 3.6))
+    fig, ax = figure_and_axes(ax, (8, 3.6))
     ax.step(steps, r, where="mid", color=COLORS["normal"], lw=1.5, label=label)
     ax.plot(steps[~over], a[~over], "o", ms=3.5, color="black", label="amax of the tensor")
     ax.plot(steps[over], a[over], "o", ms=6, color=COLORS["sign"], label="amax above the range: clipped")
@@ -231,7 +224,7 @@ def plot_recipe_tradeoff(rows: Sequence[Mapping[str, Any]], *, ax: Axes | None =
     y = np.array([float(r[metric]) for r in rows])
     fmts = list(dict.fromkeys(str(r["format"]) for r in rows))
     cmap = {f: f"C{i % 10}" for i, f in enumerate(fmts)}
-    fig, ax = _axes(ax, (10, 6))
+    fig, ax = figure_and_axes(ax, (10, 6))
     for f in fmts:
         idx = [i for i, r in enumerate(rows) if str(r["format"]) == f]
         ax.scatter(x[idx], y[idx], s=30, color=cmap[f], label=f, zorder=3)
@@ -277,7 +270,7 @@ def plot_loss_scale(scales: Sequence[float], skipped: Sequence[bool], *,
     s = np.log2(np.asarray(scales, dtype=np.float64))
     bad = np.asarray(skipped, dtype=bool)
     steps = np.arange(s.size)
-    fig, ax = _axes(ax, (9, 3.8))
+    fig, ax = figure_and_axes(ax, (9, 3.8))
     ax.step(steps, s, where="post", color=COLORS["normal"], lw=1.5, label="log2(loss scale)")
     ax.plot(steps[bad], s[bad], "x", ms=7, mew=2, color=COLORS["sign"], label="inf/NaN: step skipped, scale halved")
     ax.set_xlabel("training step")

@@ -21,6 +21,7 @@ from matplotlib.patches import Patch
 
 from ..formats import Format
 from ..registry import get_format
+from ..viz import figure_and_axes
 from .fit import max_context
 from .gpus import GPU, get_gpu
 from .kvcache import kv_cache_size, kv_elements_per_token
@@ -34,13 +35,6 @@ __all__ = ["plot_kv_per_token", "plot_kv_vs_context", "plot_max_context", "plot_
 #: One colour per attention kind, shared by the figures of this module.
 ATTENTION_COLORS = {"mha": "#d62728", "gqa": "#1f77b4", "mqa": "#2ca02c", "mla": "#9467bd"}
 _KIND_COLORS = {"weights": "#1f77b4", "gradients": "#ff7f0e", "optimizer": "#2ca02c"}
-
-
-def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
-    if ax is not None:
-        return ax.figure, ax
-    fig = Figure(figsize=figsize, layout="constrained")
-    return fig, fig.add_subplot()
 
 
 def _models(models: "str | ModelConfig | Sequence[str | ModelConfig]") -> list[ModelConfig]:
@@ -60,7 +54,7 @@ def plot_kv_per_token(models: "str | ModelConfig | Sequence[str | ModelConfig]",
     cfgs = _models(models)
     fmt = get_format(dtype)
     per_token = [kv_cache_size(c, seq_len=1, dtype=fmt).total_bytes for c in cfgs]
-    fig, ax = _axes(ax, (9, 0.8 + 0.45 * len(cfgs)))
+    fig, ax = figure_and_axes(ax, (9, 0.8 + 0.45 * len(cfgs)))
     y = np.arange(len(cfgs))[::-1]
     kib = np.array(per_token, dtype=float) / KiB
     ax.barh(y, kib, color=[ATTENTION_COLORS[c.attention] for c in cfgs], alpha=0.85)
@@ -94,7 +88,7 @@ def plot_kv_vs_context(models: "str | ModelConfig | Sequence[str | ModelConfig]"
     if isinstance(max_seq_len, bool) or not isinstance(max_seq_len, int) or max_seq_len < 1:
         raise ValueError(f"max_seq_len must be a positive int, got {max_seq_len!r}")
     seq = np.unique(np.linspace(0, max_seq_len, 257).astype(int))
-    fig, ax = _axes(ax, (8, 4))
+    fig, ax = figure_and_axes(ax, (8, 4))
     at_end = {}
     for c in cfgs:
         gib = [kv_cache_size(c, int(n), batch, fmt).total_bytes / GiB for n in seq]
@@ -140,7 +134,7 @@ def plot_max_context(model: "str | ModelConfig", gpu: "str | GPU" = "h100",
     batches = sorted({int(b) for b in batches})
     if not setups or not batches or batches[0] < 1:
         raise ValueError("give at least one (weights_dtype, kv_dtype) setup and batch sizes >= 1")
-    fig, ax = _axes(ax, (8, 4.6))
+    fig, ax = figure_and_axes(ax, (8, 4.6))
     first = {}
     for w, kv in setups:
         ctx = [max_context(c, g, weights_dtype=w, kv_dtype=kv, batch=b, num_gpus=num_gpus, utilization=utilization)
@@ -194,7 +188,7 @@ def plot_kv_accuracy(rows: Sequence[dict], *, ax: Axes | None = None) -> Figure:
         raise ValueError("give at least one row (from fp8lab.kv_cache_accuracy)")
     formats = list(dict.fromkeys(r["format"] for r in rows))
     grans = list(dict.fromkeys(r["granularity"] for r in rows))
-    fig, ax = _axes(ax, (8.5, 4.2))
+    fig, ax = figure_and_axes(ax, (8.5, 4.2))
     width = 0.8 / len(grans)
     for j, gran in enumerate(grans):
         labelled = False
@@ -230,7 +224,7 @@ def plot_training_memory(recipes: "Sequence[str | TrainingRecipe] | None" = None
     recs = [get_training_recipe(r) for r in (list_training_recipes() if recipes is None else recipes)]
     if not recs:
         raise ValueError("give at least one training recipe")
-    fig, ax = _axes(ax, (8, 4))
+    fig, ax = figure_and_axes(ax, (8, 4))
     x = np.arange(len(recs))
     bottom = np.zeros(len(recs))
     for kind in ("weights", "gradients", "optimizer"):
