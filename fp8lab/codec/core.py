@@ -170,12 +170,13 @@ def int_encode(x, fmt: IntFormat, be: Backend, rounding: str, generator):
     if be.np:
         import numpy as np
 
-        if rounding == "nearest":
-            q = np.rint(x)
-        elif rounding == "toward_zero":
-            q = np.trunc(x)
-        else:
-            q = np.floor(x + generator.random(x.shape).astype(x.dtype))
+        with np.errstate(invalid="ignore"):  # NaN is handled below
+            if rounding == "nearest":
+                q = np.rint(x)
+            elif rounding == "toward_zero":
+                q = np.trunc(x)
+            else:
+                q = np.floor(x + generator.random(x.shape).astype(x.dtype))
         np.clip(q, fmt.min, fmt.max, out=q)  # +-inf saturate here
         np.copyto(q, 0, where=np.isnan(q))  # NaN has no integer code: it becomes 0
         q = q.astype(np.int32)
