@@ -60,11 +60,10 @@ def round_bits(u: np.ndarray, fmt: FloatFormat, rounding: str, saturate: bool, o
         else:
             tt[...] = src
         np.bitwise_and(tt, ~((1 << s) - 1), out=dst)
-        np.bitwise_and(src, 0x7FFFFFFF, out=tt)
+        nan = np.isnan(src.view(np.float32))
         if saturate:  # finite overflow and inf become +-max, keeping the sign
             over = (dst & 0x7FFFFFFF) >= 0x7F800000
-            np.copyto(dst, (src & np.int32(-0x80000000)) | mag_max, where=over & (tt <= 0x7F800000))
-        nan = tt > 0x7F800000
+            np.copyto(dst, (src & np.int32(-0x80000000)) | mag_max, where=over & ~nan)
         if nan.any():  # a quiet NaN with the input's sign (payloads are not kept)
             np.copyto(dst, (src & np.int32(-0x80000000)) | 0x7FC00000, where=nan)
     return out
