@@ -239,6 +239,18 @@ class FloatFormat:
         return self.code_value(self.max_code)
 
     @property
+    def overflow_threshold(self) -> float:
+        """Halfway from ``max`` to the value the next code would have: round-to-nearest overflows beyond it.
+
+        At the threshold itself the tie goes to the even significand: back to ``max`` when its last
+        mantissa bit is 0 (E4M3FN: 464 -> 448), on to overflow otherwise.
+
+        >>> FloatFormat("e4m3", 4, 3, special="fn").overflow_threshold
+        464.0
+        """
+        return (self.max + self.code_value(self.max_code + 1)) / 2
+
+    @property
     def min_normal(self) -> float:
         """Smallest positive normal value, ``2^emin``.
 

@@ -18,7 +18,7 @@ import numpy as np
 from ..formats import FloatFormat, Format, IntFormat
 from ..registry import get_format
 from . import native
-from .backend import NUMPY, TORCH, backend_of, is_torch, torch
+from .backend import NUMPY, TORCH, is_torch, torch
 from .core import ROUNDINGS, decode_codes, encode_bits, int_decode, int_encode
 from .lut import encode_table, lut_index, lut_ok, split_bit, value_table
 from .wide import decode_wide, round_bits, wide_ok
@@ -43,10 +43,7 @@ def _numpy_float32(x: Any) -> np.ndarray:
     if kind == "c":
         raise TypeError("complex input cannot be encoded: pass the real and imaginary parts separately")
     if kind not in "fiub" and arr.dtype.type.__module__ != "ml_dtypes":
-        if kind == "V" and arr.dtype.names is None and arr.dtype.itemsize <= 2:
-            pass  # ml_dtypes scalar types show up as V on some numpy builds
-        else:
-            raise TypeError(f"expected real numbers (a float, int or bool array), got dtype {arr.dtype}")
+        raise TypeError(f"expected real numbers (a float, int or bool array), got dtype {arr.dtype}")
     return np.asarray(arr, dtype=np.float32, order="C")  # ascontiguousarray would turn 0-d into 1-d
 
 
@@ -89,13 +86,13 @@ def _encode_flat(flat, fmt: Format, be, rounding: str, saturate: bool, gen):
         if lut_ok(fmt, rounding):
             return _lut_apply(flat, encode_table(fmt, rounding, saturate), split_bit(fmt), out)
     else:
-        out = torch.empty(n, dtype=torch.int32 if fmt.bits > 8 else torch.uint8, device=flat.device)
         if lut_ok(fmt, rounding):
-            table = _torch_encode_table(fmt, rounding, saturate, flat.device)
+            table = _on_device(("encode", fmt, rounding, saturate), lambda: encode_table(fmt, rounding, saturate), flat.device)
             k = split_bit(fmt)
             u = flat.view(torch.int32)
             idx = ((u >> (k - 1)) & ((1 << (33 - k)) - 2)) | ((u & ((1 << k) - 1)) != 0).to(torch.int32)
             return table[idx.to(torch.int64)]
+        out = torch.empty(n, dtype=torch.int32 if fmt.bits > 8 else torch.uint8, device=flat.device)
     chunk = CHUNK if (be.np or flat.device.type == "cpu") else max(n, 1)
     for i in range(0, n, chunk):
         x = flat[i : i + chunk]
@@ -119,14 +116,15 @@ def _lut_apply(flat: np.ndarray, table: np.ndarray, k: int, out: np.ndarray) -> 
     return out
 
 
-_torch_luts: dict[tuple, Any] = {}
+_device_tables: dict[tuple, Any] = {}
 
 
-def _torch_encode_table(fmt: Format, rounding: str, saturate: bool, device):
-    key = (fmt, rounding, saturate, str(device))
-    if key not in _torch_luts:
-        _torch_luts[key] = torch.from_numpy(encode_table(fmt, rounding, saturate).copy()).to(device)
-    return _torch_luts[key]
+def _on_device(key: tuple, make_table, device):
+    """A numpy table (built by ``make_table()`` on first use) as a tensor on ``device``, cached."""
+    full = (*key, str(device))
+    if full not in _device_tables:
+        _device_tables[full] = torch.from_numpy(make_table().copy()).to(device)
+    return _device_tables[full]
 
 
 def encode(x: Any, fmt: "str | Format", *, rounding: str = "nearest", saturate: bool = False, generator: Any = None):
@@ -152,14 +150,14 @@ def encode(x: Any, fmt: "str | Format", *, rounding: str = "nearest", saturate: 
             return torch.from_numpy(np.asarray(encode(xt.numpy(), fmt, rounding=rounding, saturate=saturate))).reshape(x.shape)
         gen = _make_generator(generator, TORCH) if rounding == "stochastic" else None
         return _encode_flat(xt.reshape(-1), fmt, TORCH, rounding, saturate, gen).reshape(x.shape)
-    arr = _numpy_float32(x)
     gen = _make_generator(generator, NUMPY) if rounding == "stochastic" else None
     if isinstance(fmt, IntFormat):  # integers round from the input's own precision: no double rounding
         given = np.asarray(x)
-        src = np.asarray(given, dtype=np.float32 if given.dtype in (np.float32, np.float16) else np.float64, order="C")
-        codes = _encode_flat(src.reshape(-1), fmt, NUMPY, rounding, saturate, gen).reshape(src.shape)
+        _numpy_float32(given.reshape(-1)[:0])  # the same dtype checks as for float formats (no copy)
+        arr = np.asarray(given, dtype=np.float32 if given.dtype in (np.float32, np.float16) else np.float64, order="C")
     else:
-        codes = _encode_flat(arr.reshape(-1), fmt, NUMPY, rounding, saturate, gen).reshape(arr.shape)
+        arr = _numpy_float32(x)
+    codes = _encode_flat(arr.reshape(-1), fmt, NUMPY, rounding, saturate, gen).reshape(arr.shape)
     return codes[()] if codes.ndim == 0 else codes
 
 
@@ -185,9 +183,6 @@ def decode_table(fmt: "str | Format") -> np.ndarray:
     t = _table(fmt)
     t.flags.writeable = False
     return t
-
-
-_torch_tables: dict[tuple[Format, str], Any] = {}
 
 
 def _check_codes(c, fmt: Format, be) -> None:
@@ -218,11 +213,7 @@ def decode(codes: Any, fmt: "str | Format"):
         if native.cpu_via_numpy and codes.device.type == "cpu" and codes.dtype in (torch.uint8, torch.int64, torch.int32, torch.uint16):
             return torch.from_numpy(np.asarray(decode(codes.numpy(), fmt)))
         if fmt.bits <= 16:
-            key = (fmt, str(codes.device))
-            table = _torch_tables.get(key)
-            if table is None:
-                table = _torch_tables[key] = torch.from_numpy(_table(fmt).copy()).to(codes.device)
-            return table[codes.to(torch.int64)]
+            return _on_device(("decode", fmt), lambda: _table(fmt), codes.device)[codes.to(torch.int64)]
         c = codes.to(torch.int64)
         return decode_codes(c, fmt, TORCH).to(torch.float32)
     c = np.asarray(codes)
@@ -245,17 +236,17 @@ def quantize(x: Any, fmt: "str | Format", *, rounding: str = "nearest", saturate
     [0.1015625, 0.3125, 448.0]
     """
     fmt = get_format(fmt)
+    rnd = _rounding(rounding)
     if is_torch(x):
         xt = _torch_float32(x)
-        out = native.quantize(xt, fmt, saturate) if _rounding(rounding) == "nearest" else None
-        if out is None and _via_numpy(xt, _rounding(rounding)):
+        out = native.quantize(xt, fmt, saturate) if rnd == "nearest" else None
+        if out is None and _via_numpy(xt, rnd):
             out = torch.from_numpy(np.asarray(quantize(xt.numpy(), fmt, rounding=rounding, saturate=saturate), np.float32))
         if out is None:
             out = decode(encode(xt, fmt, rounding=rounding, saturate=saturate, generator=generator), fmt)
         out = out.reshape(x.shape)
         return out.to(x.dtype) if x.is_floating_point() else out
     arr = np.asarray(x)
-    rnd = _rounding(rounding)
     if wide_ok(fmt, rnd):  # float32's exponent: round the bit pattern in place
         flat = _numpy_float32(arr).reshape(-1)
         out = round_bits(flat.view(np.int32), fmt, rnd, saturate).view(np.float32).reshape(arr.shape)

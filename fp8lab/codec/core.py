@@ -37,7 +37,7 @@ def _normalise_subnormals(u, be: Backend):
     """Float32 bits with source subnormals rescaled by 2^64 (exact), and the exponent correction."""
     a = u & 0x7FFFFFFF
     tiny = (a < 0x00800000) & (a != 0)
-    scaled = be.bits_of_float32(be.float32_of_bits(be.where(tiny, a, 0 * a)) * _TWO64)
+    scaled = be.bits_of_float32(be.float32_of_bits(be.where(tiny, a, 0)) * _TWO64)
     return be.where(tiny, scaled, a), be.astype(tiny, be.int32()) * 64
 
 
@@ -77,11 +77,11 @@ def encode_bits(u, fmt: FloatFormat, be: Backend, rounding: str, saturate: bool,
     if fmt.min_subnormal < 2.0**-126:  # the format reaches into float32's subnormal range
         a_n, shift_down = _normalise_subnormals(u, be)
         e = ((a_n >> 23) & 0xFF) - 127 - shift_down
-        sig = (a_n & 0x7FFFFF) | be.where(a != 0, 0x800000, 0 * a)
+        sig = (a_n & 0x7FFFFF) | (be.astype(a != 0, be.int32()) << 23)  # the implicit bit
     else:  # float32 subnormals are far below this format: treat them as the tiny values they are
         big = a >> 23
         e = be.maximum(big, 1) - 127
-        sig = (a & 0x7FFFFF) | be.where(big > 0, 0x800000, 0 * a)
+        sig = (a & 0x7FFFFF) | (be.astype(big > 0, be.int32()) << 23)  # the implicit bit
     emin = fmt.emin
     s = (23 - m) + be.maximum(emin - e, 0)
     if rounding == "stochastic":
@@ -94,7 +94,7 @@ def encode_bits(u, fmt: FloatFormat, be: Backend, rounding: str, saturate: bool,
         if rounding == "nearest":
             r = ((1 << s) >> 1) - 1 + ((sig >> s) & 1)
             if m == 23:  # s can be 0 only when no bit is dropped
-                r = be.where(s > 0, r, 0 * r)
+                r = be.where(s > 0, r, 0)
         else:
             r = 0
         q = (sig + r) >> s
@@ -105,7 +105,7 @@ def encode_bits(u, fmt: FloatFormat, be: Backend, rounding: str, saturate: bool,
             # ml_dtypes rounds a float32 *subnormal* input by its bit pattern as if it were 2^-127 * 1.M,
             # so everything in (2^-127, 2^-126) goes up to 2^-126 (true nearest would keep up to 1.5 * 2^-127).
             # We follow it for bit-identity (README, "Oracles and where they disagree").
-            code = be.where((a > 0x00400000) & (a < 0x00800000), 1 + 0 * code, code)
+            code = be.where((a > 0x00400000) & (a < 0x00800000), 1, code)
 
     over = code > fmt.max_code  # inf and NaN land here too (NaN is fixed up last)
     code = be.where(over, _overflow_code(fmt, rounding, saturate, is_inf, be), code)
@@ -114,7 +114,7 @@ def encode_bits(u, fmt: FloatFormat, be: Backend, rounding: str, saturate: bool,
         sbit = sign << (fmt.bits - 1)
         out = code | sbit
         if fmt.special == "fnuz":
-            out = be.where(code == 0, 0 * code, out)  # there is no -0 (and NaN is 0x80 whatever the sign)
+            out = be.where(code == 0, 0, out)  # there is no -0 (and NaN is 0x80 whatever the sign)
             nan_out = fmt.nan_code
         elif fmt.special == "finite":
             nan_out = (sign ^ 1) << (fmt.bits - 1)  # ml_dtypes: NaN becomes a zero of the opposite sign
@@ -143,7 +143,7 @@ def decode_codes(c, fmt: FloatFormat, be: Backend = NUMPY):
     mant = mag & ((1 << m) - 1)
     sub = (exp_field == 0) & fmt.subnormals
     significand = be.where(sub, mant, mant + (1 << m))
-    exponent = be.where(sub, fmt.emin - m + 0 * mag, exp_field - fmt.bias - m)
+    exponent = be.where(sub, fmt.emin - m, exp_field - fmt.bias - m)
     v = be.ldexp(significand, exponent)
     if fmt.signed:
         v = be.where((c & fmt.sign_mask) != 0, -v, v)

@@ -10,8 +10,6 @@ to 2^-127), a fix-up pass restores our (ml_dtypes) policy or the generic path is
 
 from __future__ import annotations
 
-import math
-
 from ..formats import Format
 from .backend import torch
 
@@ -46,8 +44,7 @@ def encode(x, fmt: Format, saturate: bool):
     dt = getattr(torch, name)
     isnan = torch.isnan(x)
     if fmt.bits == 16:
-        view = torch.int16
-        codes = x.to(dt).view(view).to(torch.int32) & 0xFFFF
+        codes = x.to(dt).view(torch.int16).to(torch.int32) & 0xFFFF
         codes = torch.where(isnan, fmt.nan_code | ((x.view(torch.int32) < 0).to(torch.int32) << 15), codes)
         if saturate:  # overflow and inf become +-max
             codes = torch.where((codes & 0x7FFF) == fmt.inf_code, (codes & 0x8000) | fmt.max_code, codes)
@@ -55,8 +52,7 @@ def encode(x, fmt: Format, saturate: bool):
     codes = x.to(dt).view(torch.uint8)
     if fmt.name == "float8_e4m3fn":
         if not saturate:  # torch saturates; ml_dtypes turns anything above the rounding threshold into NaN
-            threshold = fmt.max + math.ldexp(1.0, math.frexp(fmt.max)[1] - 2 - fmt.mantissa_bits)  # max + ulp/2 = 464
-            over = x.abs() > threshold
+            over = x.abs() > fmt.overflow_threshold  # 464 itself ties back to 448 (even mantissa)
             codes = torch.where(over, codes | 0x7F, codes)
         return codes
     if fmt.name == "float8_e5m2":
@@ -91,8 +87,7 @@ def quantize(x, fmt: Format, saturate: bool):
         return None  # the fix-up pass costs more than the numpy table look-up here
     y = x.to(getattr(torch, name)).to(torch.float32)
     if fmt.name == "float8_e4m3fn" and not saturate:
-        threshold = fmt.max + math.ldexp(1.0, math.frexp(fmt.max)[1] - 2 - fmt.mantissa_bits)
-        y = torch.where(x.abs() > threshold, float("nan"), y)
+        y = torch.where(x.abs() > fmt.overflow_threshold, float("nan"), y)
     elif saturate and fmt.has_inf:
         y = torch.clamp(y, -fmt.max, fmt.max)  # inf and overflow to +-max; NaN stays NaN
     return y

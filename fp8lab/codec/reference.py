@@ -89,9 +89,8 @@ def encode_one(x: float, fmt: "str | FloatFormat", *, rounding: str = "nearest",
         elif i == 0:
             mag = codes[0]  # below the smallest value of a format without zero
         elif i == len(values):  # above max: is it within half an ulp?
-            top = values[-1]
-            ulp = Fraction(fmt.code_value(fmt.max_code + 1)) - top  # the next value the arithmetic would give
-            below = rounding == "toward_zero" or ax < top + ulp / 2 or (ax == top + ulp / 2 and codes[-1] % 2 == 0 and fmt.mantissa_bits > 0)
+            threshold = Fraction(fmt.overflow_threshold)
+            below = rounding == "toward_zero" or ax < threshold or (ax == threshold and codes[-1] % 2 == 0 and fmt.mantissa_bits > 0)
             mag = codes[-1] if below else None
         else:
             lo, hi = values[i - 1], values[i]
