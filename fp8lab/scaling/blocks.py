@@ -21,7 +21,46 @@ import numpy as np
 
 from ..codec.backend import is_torch, torch
 
-__all__ = ["normalize_block", "num_blocks", "pad_to_blocks", "block_reduce", "apply_scales", "to_numpy", "like"]
+__all__ = ["check_block", "normalize_block", "whole_block", "axis_block", "num_blocks", "pad_to_blocks", "block_reduce",
+           "apply_scales", "to_numpy", "like"]
+
+
+def check_block(block: Any, owner: str = "a block") -> tuple[int, ...]:
+    """``block`` as a non-empty tuple of positive ints, or a clear error naming ``owner``.
+
+    >>> check_block([1, 128])
+    (1, 128)
+    """
+    try:
+        b = tuple(block)
+    except TypeError:
+        raise TypeError(f"{owner} is a tuple of positive ints such as (1, 128), got {block!r}") from None
+    if not b or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in b):
+        raise ValueError(f"{owner} is a non-empty tuple of positive ints such as (1, 128), got {block!r}")
+    return tuple(int(v) for v in b)
+
+
+def whole_block(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The whole tensor as one block (an empty axis counts as 1).
+
+    >>> whole_block((4, 0))
+    (4, 1)
+    """
+    return tuple(max(int(n), 1) for n in shape)
+
+
+def axis_block(shape: tuple[int, ...], axis: int, size: int | None = None, owner: str = "recipe") -> tuple[int, ...]:
+    """``size`` elements (the whole extent when None) along ``axis``, 1 on every other axis.
+
+    >>> axis_block((4, 64), -1, 32), axis_block((4, 64), 0)
+    ((1, 32), (4, 1))
+    """
+    nd = len(shape)
+    if not -nd <= axis < nd:
+        raise ValueError(f"{owner}(axis={axis}) does not fit a tensor of shape {shape} ({nd} dimensions)")
+    a = axis % nd
+    n = max(int(shape[a]), 1) if size is None else int(size)
+    return tuple(n if i == a else 1 for i in range(nd))
 
 
 def normalize_block(block: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -33,13 +72,7 @@ def normalize_block(block: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
     >>> normalize_block((1, 128), (2, 4, 256)), normalize_block((1, 128), (300,))
     ((1, 1, 128), (128,))
     """
-    try:
-        block = tuple(block)
-    except TypeError:
-        raise TypeError(f"a block is a tuple of positive ints such as (1, 128), got {block!r}") from None
-    if not block or any(isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1 for b in block):
-        raise ValueError(f"a block is a non-empty tuple of positive ints such as (1, 128), got {block!r}")
-    block = tuple(int(b) for b in block)
+    block = check_block(block)
     nd = len(shape)
     if len(block) > nd:
         extra = block[: len(block) - nd]

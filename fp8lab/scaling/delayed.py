@@ -38,7 +38,8 @@ from ..formats import Format
 from ..qtensor import QTensor
 from ..registry import get_format
 from .base import Recipe, ScaleSet
-from .blocks import to_numpy
+from .blocks import to_numpy, whole_block
+from .fields import check_bool, check_int
 from .scales import float_scales
 
 __all__ = ["DelayedScaling", "AmaxHistory"]
@@ -114,14 +115,11 @@ class DelayedScaling(Recipe):
     state: AmaxHistory = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
-        if isinstance(self.history_len, bool) or not isinstance(self.history_len, (int, np.integer)) or self.history_len < 1:
-            raise ValueError(f"DelayedScaling.history_len is a positive int, got {self.history_len!r}")
+        check_int("DelayedScaling", "history_len", self.history_len, minimum=1)
         if self.algo not in ("max", "most_recent"):
             raise ValueError(f"DelayedScaling.algo is 'max' or 'most_recent', got {self.algo!r}")
-        if isinstance(self.margin, bool) or not isinstance(self.margin, (int, np.integer)):
-            raise TypeError(f"DelayedScaling.margin is an int number of powers of two, got {self.margin!r}")
-        if not isinstance(self.pow2, bool):
-            raise TypeError(f"DelayedScaling.pow2 must be True or False, got {self.pow2!r}")
+        check_int("DelayedScaling", "margin", self.margin)
+        check_bool("DelayedScaling", "pow2", self.pow2)
         if self.state is None:
             object.__setattr__(self, "state", AmaxHistory(self.history_len))
 
@@ -168,7 +166,7 @@ class DelayedScaling(Recipe):
         >>> DelayedScaling().block_for((2, 3))
         (2, 3)
         """
-        return tuple(max(int(n), 1) for n in shape)
+        return whole_block(shape)
 
     def next_scale(self, fmt: "Format | str" = "e4m3") -> float:
         """The dequantisation multiplier the next call will use for ``fmt``: ``amax_h * 2^margin / fmt.max``.

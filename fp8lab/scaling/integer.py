@@ -28,7 +28,8 @@ from ..formats import Format, IntFormat
 from ..qtensor import QTensor
 from ..registry import get_format
 from .base import Recipe, ScaleSet, finite_values, block_stats, finalize
-from .blocks import block_reduce, to_numpy
+from .blocks import axis_block, block_reduce, to_numpy, whole_block
+from .fields import check_bool, check_int
 from .scales import F32_TINY, float_scales, pow2_ceil, round_up_float32
 
 __all__ = ["IntScaling"]
@@ -65,15 +66,11 @@ class IntScaling(Recipe):
     pow2: bool = False
 
     def __post_init__(self) -> None:
-        if isinstance(self.bits, bool) or not isinstance(self.bits, (int, np.integer)) or not 2 <= self.bits <= 16:
-            raise ValueError(f"IntScaling.bits is an int from 2 to 16, got {self.bits!r}")
-        if not isinstance(self.symmetric, bool) or not isinstance(self.pow2, bool):
-            raise TypeError("IntScaling.symmetric and IntScaling.pow2 are True or False")
-        if self.axis is not None and (isinstance(self.axis, bool) or not isinstance(self.axis, (int, np.integer))):
-            raise TypeError(f"IntScaling.axis is None or an int, got {self.axis!r}")
-        if self.group_size is not None and (isinstance(self.group_size, bool) or not isinstance(self.group_size, (int, np.integer))
-                                            or self.group_size < 1):
-            raise ValueError(f"IntScaling.group_size is None or a positive int, got {self.group_size!r}")
+        check_int("IntScaling", "bits", self.bits, minimum=2, maximum=16)
+        check_bool("IntScaling", "symmetric", self.symmetric)
+        check_bool("IntScaling", "pow2", self.pow2)
+        check_int("IntScaling", "axis", self.axis, optional=True)
+        check_int("IntScaling", "group_size", self.group_size, minimum=1, optional=True)
 
     @property
     def default_format(self) -> Format:  # type: ignore[override]
@@ -111,15 +108,10 @@ class IntScaling(Recipe):
         >>> IntScaling(axis=0, group_size=2).block_for((6, 3))
         (2, 1)
         """
-        nd = len(shape)
         if self.axis is None and self.group_size is None:
-            return tuple(max(int(n), 1) for n in shape)
+            return whole_block(shape)
         axis = -1 if self.axis is None else int(self.axis)
-        if not -nd <= axis < nd:
-            raise ValueError(f"IntScaling(axis={self.axis}) does not fit a tensor of shape {shape}")
-        a = axis % nd
-        size = int(self.group_size) if self.group_size is not None else max(int(shape[a]), 1)
-        return tuple(size if i == a else 1 for i in range(nd))
+        return axis_block(shape, axis, self.group_size, owner="IntScaling")
 
     def compute_scales(self, amax: np.ndarray, fmt: Format) -> ScaleSet:
         """Symmetric scales ``amax / qmax`` (float32, rounded up).

@@ -35,8 +35,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..codec import encode
 from ..formats import FloatFormat, Format
 from .base import Recipe, ScaleSet
+from .blocks import axis_block
+from .fields import check_int
 from .scales import E8M0_MAX_EXP, E8M0_MIN_EXP
 
 __all__ = ["MXScaling", "mx_scale_exponents", "emax_elem", "SCALE_ROUNDINGS"]
@@ -124,12 +127,10 @@ class MXScaling(Recipe):
     nonfinite_scale_nan = True
 
     def __post_init__(self) -> None:
-        if isinstance(self.block_size, bool) or not isinstance(self.block_size, (int, np.integer)) or self.block_size < 1:
-            raise ValueError(f"MXScaling.block_size is a positive int (32 in the spec), got {self.block_size!r}")
+        check_int("MXScaling", "block_size", self.block_size, minimum=1)
         if self.scale_rounding not in SCALE_ROUNDINGS:
             raise ValueError(f"unknown MXScaling.scale_rounding {self.scale_rounding!r}; use one of {sorted(SCALE_ROUNDINGS)}")
-        if isinstance(self.axis, bool) or not isinstance(self.axis, (int, np.integer)):
-            raise TypeError(f"MXScaling.axis must be an int, got {self.axis!r}")
+        check_int("MXScaling", "axis", self.axis)
 
     def check_format(self, fmt: Format) -> None:
         """MX elements are signed floating-point formats.
@@ -149,18 +150,14 @@ class MXScaling(Recipe):
         >>> MXScaling(block_size=16).block_for((8,))
         (16,)
         """
-        nd = len(shape)
-        if not -nd <= self.axis < nd:
-            raise ValueError(f"MXScaling(axis={self.axis}) does not fit a tensor of shape {shape}")
-        a = self.axis % nd
-        return tuple(int(self.block_size) if i == a else 1 for i in range(nd))
+        return axis_block(shape, int(self.axis), int(self.block_size), owner="MXScaling")
 
     def compute_scales(self, amax: np.ndarray, fmt: Format) -> ScaleSet:
-        """Power-of-two scales ``2^k`` and their E8M0 codes ``k + 127`` (in ``info["scale_codes"]``).
+        """Power-of-two scales ``2^k`` and their E8M0 codes (``k + bias``, in ``info["scale_codes"]``).
 
         >>> MXScaling().compute_scales(np.array([6.0]), __import__("fp8lab").get_format("fp4")).info["scale_codes"].tolist()
         [127]
         """
         k = mx_scale_exponents(amax, fmt, self.scale_rounding)
         scales = np.ldexp(np.float32(1.0), k.astype(np.int32)).astype(np.float32)
-        return ScaleSet(scales, "e8m0", info={"scale_codes": (k + 127).astype(np.uint8)})
+        return ScaleSet(scales, "e8m0", info={"scale_codes": np.asarray(encode(scales, "e8m0"))})

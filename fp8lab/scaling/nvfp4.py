@@ -27,6 +27,8 @@ from ..codec import decode, encode
 from ..formats import FloatFormat, Format
 from ..registry import get_format
 from .base import Recipe, ScaleSet
+from .blocks import axis_block
+from .fields import check_int
 from .scales import F32_TINY
 
 __all__ = ["NVFP4Scaling"]
@@ -55,10 +57,8 @@ class NVFP4Scaling(Recipe):
     nonfinite_scale_nan = True
 
     def __post_init__(self) -> None:
-        if isinstance(self.block_size, bool) or not isinstance(self.block_size, (int, np.integer)) or self.block_size < 1:
-            raise ValueError(f"NVFP4Scaling.block_size is a positive int (16 in NVFP4), got {self.block_size!r}")
-        if isinstance(self.axis, bool) or not isinstance(self.axis, (int, np.integer)):
-            raise TypeError(f"NVFP4Scaling.axis must be an int, got {self.axis!r}")
+        check_int("NVFP4Scaling", "block_size", self.block_size, minimum=1)
+        check_int("NVFP4Scaling", "axis", self.axis)
 
     def check_format(self, fmt: Format) -> None:
         """NVFP4 elements are E2M1 (``fp4``); another signed float format also works, for experiments.
@@ -77,11 +77,7 @@ class NVFP4Scaling(Recipe):
         >>> NVFP4Scaling().block_for((2, 64))
         (1, 16)
         """
-        nd = len(shape)
-        if not -nd <= self.axis < nd:
-            raise ValueError(f"NVFP4Scaling(axis={self.axis}) does not fit a tensor of shape {shape}")
-        a = self.axis % nd
-        return tuple(int(self.block_size) if i == a else 1 for i in range(nd))
+        return axis_block(shape, int(self.axis), int(self.block_size), owner="NVFP4Scaling")
 
     def compute_scales(self, amax: np.ndarray, fmt: Format) -> ScaleSet:
         """Effective float32 scales ``decode(e4m3_block_scale) * s_global``; E4M3 codes in ``info["scale_codes"]``.

@@ -21,15 +21,11 @@ import numpy as np
 from ..codec.backend import is_torch, torch
 from ..formats import Format
 from .base import BlockStats, Recipe, ScaleSet
-from .blocks import normalize_block
+from .blocks import axis_block, check_block, normalize_block, whole_block
+from .fields import check_bool, check_int
 from .scales import float_scales
 
 __all__ = ["TensorScaling", "AxisScaling", "BlockScaling", "PercentileScaling", "percentile_abs"]
-
-
-def _check_pow2(recipe: Any) -> None:
-    if not isinstance(recipe.pow2, bool):
-        raise TypeError(f"{type(recipe).__name__}.pow2 must be True or False, got {recipe.pow2!r}")
 
 
 class _FloatScaled(Recipe):
@@ -69,9 +65,8 @@ class TensorScaling(_FloatScaled):
     pow2: bool = False
 
     def __post_init__(self) -> None:
-        if isinstance(self.margin, bool) or not isinstance(self.margin, (int, np.integer)):
-            raise TypeError(f"TensorScaling.margin is an int number of powers of two, got {self.margin!r}")
-        _check_pow2(self)
+        check_int("TensorScaling", "margin", self.margin)
+        check_bool("TensorScaling", "pow2", self.pow2)
 
     def block_for(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The whole tensor is one block.
@@ -79,7 +74,7 @@ class TensorScaling(_FloatScaled):
         >>> TensorScaling().block_for((4, 8))
         (4, 8)
         """
-        return tuple(max(int(n), 1) for n in shape)
+        return whole_block(shape)
 
 
 @dataclass(frozen=True)
@@ -102,9 +97,8 @@ class AxisScaling(_FloatScaled):
     pow2: bool = False
 
     def __post_init__(self) -> None:
-        if isinstance(self.axis, bool) or not isinstance(self.axis, (int, np.integer)):
-            raise TypeError(f"AxisScaling.axis must be an int, got {self.axis!r}")
-        _check_pow2(self)
+        check_int("AxisScaling", "axis", self.axis)
+        check_bool("AxisScaling", "pow2", self.pow2)
 
     def block_for(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """Block 1 everywhere except the whole extent along ``axis``.
@@ -112,11 +106,7 @@ class AxisScaling(_FloatScaled):
         >>> AxisScaling(axis=1).block_for((3, 5))
         (1, 5)
         """
-        nd = len(shape)
-        if not -nd <= self.axis < nd:
-            raise ValueError(f"AxisScaling(axis={self.axis}) does not fit a tensor of shape {shape} ({nd} dimensions)")
-        a = self.axis % nd
-        return tuple(max(int(n), 1) if i == a else 1 for i, n in enumerate(shape))
+        return axis_block(shape, int(self.axis), owner="AxisScaling")
 
 
 @dataclass(frozen=True)
@@ -140,8 +130,8 @@ class BlockScaling(_FloatScaled):
     pow2: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "block", _as_block(self.block))
-        _check_pow2(self)
+        object.__setattr__(self, "block", check_block(self.block, "BlockScaling.block"))
+        check_bool("BlockScaling", "pow2", self.pow2)
 
     def block_for(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """``block`` fitted to the tensor's number of dimensions.
@@ -150,16 +140,6 @@ class BlockScaling(_FloatScaled):
         (32,)
         """
         return normalize_block(self.block, shape)
-
-
-def _as_block(block: Any) -> tuple[int, ...]:
-    try:
-        b = tuple(block)
-    except TypeError:
-        raise TypeError(f"BlockScaling.block is a tuple of positive ints such as (1, 128), got {block!r}") from None
-    if not b or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in b):
-        raise ValueError(f"BlockScaling.block is a non-empty tuple of positive ints such as (1, 128), got {block!r}")
-    return tuple(int(v) for v in b)
 
 
 def percentile_abs(x: Any, p: float) -> float:
@@ -218,7 +198,7 @@ class PercentileScaling(_FloatScaled):
     def __post_init__(self) -> None:
         if isinstance(self.p, bool) or not isinstance(self.p, (int, float, np.floating, np.integer)) or not 0 < self.p <= 100:
             raise ValueError(f"PercentileScaling.p is a percentile in (0, 100], got {self.p!r}")
-        _check_pow2(self)
+        check_bool("PercentileScaling", "pow2", self.pow2)
 
     def block_for(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The whole tensor is one block.
@@ -226,7 +206,7 @@ class PercentileScaling(_FloatScaled):
         >>> PercentileScaling().block_for((3, 4))
         (3, 4)
         """
-        return tuple(max(int(n), 1) for n in shape)
+        return whole_block(shape)
 
     def statistic(self, x: Any, block: tuple[int, ...], stats: BlockStats) -> np.ndarray:
         """The ``p``-th percentile of ``|x|`` (falling back to amax if it is 0), shaped like the scales.

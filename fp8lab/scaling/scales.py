@@ -13,12 +13,17 @@ never exceeds the format's max and a current-scaling recipe never clips.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from ..registry import get_format
 
 __all__ = ["round_up_float32", "pow2_ceil", "float_scales", "E8M0_MIN_EXP", "E8M0_MAX_EXP", "F32_TINY"]
 
-E8M0_MIN_EXP = -127  #: smallest power of two an E8M0 (UE8M0) scale holds, 2^-127 (code 0x00)
-E8M0_MAX_EXP = 127  #: largest, 2^127 (code 0xFE; 0xFF is NaN)
+_E8M0 = get_format("e8m0")
+E8M0_MIN_EXP = int(math.log2(_E8M0.min_normal))  #: smallest power of two a UE8M0 scale holds (-127, code 0x00)
+E8M0_MAX_EXP = int(math.log2(_E8M0.max))  #: largest (127, code 0xFE; 0xFF is NaN)
 F32_TINY = float(np.finfo(np.float32).tiny)  #: smallest normal float32, the floor of a float scale
 _F32_MAX = float(np.finfo(np.float32).max)
 
