@@ -5,6 +5,7 @@ can be checked against the count the publisher reports (for LLaMA-2-7B exactly 6
 
 >>> param_count("llama-2-7b").total
 6738415616
+>>> from fp8lab.sizing.units import format_bytes
 >>> format_bytes(weights_bytes("llama-3-70b", "fp8"))
 '70.55 GB (65.71 GiB)'
 """
@@ -16,7 +17,7 @@ from numbers import Real
 
 from ..formats import Format
 from .models import ModelConfig, get_model
-from .units import check_count, dtype_bits, format_bytes, packed_bytes
+from .units import check_count, dtype_bits, packed_bytes
 
 __all__ = ["ParamCount", "param_count", "weights_bytes", "resolve_params"]
 
