@@ -6,7 +6,7 @@
 """
 
 from .codec import decode, decode_table, encode, quantize
-from .explain import Explanation, explain
+from .anatomy import Explanation, explain
 from .formats import FloatFormat, IntFormat
 from .gemm import Accumulator, accumulation_error_vs_k, native_available, scaled_matmul
 from .qtensor import QTensor

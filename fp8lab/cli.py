@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from .codec import decode, encode
-from .explain import bit_string, explain
+from .anatomy import bit_string, code_kind, explain
 from .formats import FloatFormat
 from .registry import get_format, list_formats
 from .tables import format_table
@@ -58,20 +58,9 @@ def values_table(name: str) -> tuple[list[str], list[list[object]]]:
     rows = []
     width = (f.bits + 3) // 4
     for c, v in zip(codes.tolist(), values.tolist()):
-        kind = _kind(c, v, f) if isinstance(f, FloatFormat) else "integer"
+        kind = code_kind(c, f) if isinstance(f, FloatFormat) else "integer"
         rows.append([f"0x{c:0{width}X}", bit_string(c, f), v, kind])
     return ["code", "bits", "value", "kind"], rows
-
-
-def _kind(code: int, value: float, f: FloatFormat) -> str:
-    if value != value:
-        return "NaN"
-    if value in (float("inf"), float("-inf")):
-        return "inf"
-    exp_field = (code & f.magnitude_mask) >> f.mantissa_bits
-    if exp_field == 0 and f.subnormals:
-        return "zero" if value == 0 else "subnormal"
-    return "normal"
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from .codec import decode, encode, quantize
-from .explain import bit_string, explain, fields
+from .anatomy import bit_string, explain, fields
 from .formats import FloatFormat, Format, IntFormat
 from .registry import get_format
 

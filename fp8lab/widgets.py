@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .codec import decode
-from .explain import bit_string, explain, fields
+from .anatomy import bit_string, explain, fields
 from .formats import FloatFormat, Format
 from .registry import get_format, list_formats
 

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 import fp8lab as fl  # noqa: E402
 from fp8lab import viz, widgets  # noqa: E402
-from fp8lab.explain import bit_string  # noqa: E402
+from fp8lab.anatomy import bit_string  # noqa: E402
 
 SMALL_FLOATS = [f for f in fl.list_formats("float") if f.bits <= 8]
 ALL_FLOATS = fl.list_formats("float")

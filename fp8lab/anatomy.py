@@ -1,4 +1,6 @@
-"""``explain``: the sign, exponent and mantissa of a value in a format, with the arithmetic written out.
+"""The anatomy of a value: ``explain`` shows its sign, exponent and mantissa with the arithmetic written out.
+
+(The module is not called ``explain`` so that ``fp8lab.explain`` is always the function.)
 
 >>> print(explain(0.8125, "e4m3"))
 0.8125 in float8_e4m3fn (1 sign, 4 exponent, 3 mantissa bits, bias 7)
@@ -20,7 +22,7 @@ from .codec.reference import decode_one
 from .formats import FloatFormat, Format, IntFormat
 from .registry import get_format
 
-__all__ = ["explain", "Explanation", "fields", "bit_string"]
+__all__ = ["explain", "Explanation", "fields", "bit_string", "code_kind"]
 
 
 @dataclass(frozen=True)
@@ -120,18 +122,36 @@ def fields(code: int, fmt: "str | Format") -> tuple[int, int, int]:
     return sign, mag >> f.mantissa_bits, mag & ((1 << f.mantissa_bits) - 1)
 
 
+def code_kind(code: int, fmt: "str | Format") -> str:
+    """What a code of a float format is: ``"zero"``, ``"subnormal"``, ``"normal"``, ``"inf"`` or ``"NaN"``.
+
+    >>> [code_kind(c, "e4m3") for c in (0x00, 0x01, 0x38, 0x7F)]
+    ['zero', 'subnormal', 'normal', 'NaN']
+    """
+    f = get_format(fmt)
+    value = decode_one(code, f)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf"
+    _, e, m = fields(code, f)
+    if e == 0 and f.subnormals:
+        return "zero" if m == 0 else "subnormal"
+    return "normal"
+
+
 def _float_kind_and_formula(code: int, f: FloatFormat) -> tuple[str, float, str]:
     s, e, m = fields(code, f)
     value = decode_one(code, f)
-    if math.isnan(value):
+    kind = code_kind(code, f)
+    if kind == "NaN":
         return "NaN", value, "NaN (" + {"ieee": "top exponent, mantissa != 0", "fn": "the all-ones code",
                                         "fnuz": "the negative-zero code"}[f.special] + ")"
-    if math.isinf(value):
+    if kind == "inf":
         return "inf", value, f"{'-' if s else '+'}inf (top exponent, mantissa 0)"
     mbits = f.mantissa_bits
     sign_part = f"(-1)^{s} x " if f.signed else ""
-    if e == 0 and f.subnormals:
-        kind = "zero" if m == 0 else "subnormal"
+    if kind in ("zero", "subnormal"):
         formula = f"{sign_part}2^({1}-{f.bias}) x ({m}/{2**mbits}) = {value!r}" if mbits else f"{value!r}"
         return kind, value, formula
     frac = f" x (1 + {m}/{2**mbits})" if mbits else ""
