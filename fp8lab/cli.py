@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (ValueError, TypeError) as err:
-        print(f"fp8lab {args.command}: {err}", file=sys.stderr)
+        print(f"fp8lab {args.command}: error: {err}", file=sys.stderr)
         return 2
 
 

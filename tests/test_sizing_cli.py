@@ -8,14 +8,12 @@ import re
 import pytest
 
 from fp8lab.sizing import kv_cache_bytes, param_count
-from fp8lab.sizing.cli import parse_count, register
+from fp8lab.cli import main
+from fp8lab.sizing.cli import parse_count
 
 
 def run(argv, capsys):
-    parser = argparse.ArgumentParser(prog="fp8lab")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    code = args.func(args)
+    code = main(argv)  # the real `fp8lab` entry point, which wires these subcommands in
     out, err = capsys.readouterr()
     return code, out, err
 

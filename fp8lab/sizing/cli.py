@@ -1,8 +1,8 @@
 """The ``kv``, ``fit`` and ``memory`` subcommands of the ``fp8lab`` command line.
 
 ``register(subparsers)`` adds them to an argparse subparsers object; each sets ``func`` to a
-handler that prints a table to stdout and returns an exit code (2 with a message on stderr for
-bad input such as an unknown model).
+handler that prints a table to stdout and returns an exit code; bad input (an unknown model, say)
+raises, and ``fp8lab.cli.main`` turns that into a message on stderr and exit code 2.
 
     fp8lab kv --model llama-3-70b --seq 4096 --batch 1            # a table over dtypes
     fp8lab kv --model deepseek-v3 --seq 131072 --dtype fp8 --scales block --block-size 128
@@ -25,7 +25,7 @@ import argparse
 import math
 import re
 import sys
-from typing import Callable, Sequence
+from typing import Sequence
 
 from ..tables import format_table
 from .fit import fit_report
@@ -82,18 +82,6 @@ def _whole(x: float) -> "int | float":
     return int(x) if float(x).is_integer() else x
 
 
-def _guard(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return handler(args)
-        except (ValueError, TypeError) as e:
-            print(f"fp8lab {args.command}: error: {e}", file=sys.stderr)
-            return 2
-    run.__name__ = handler.__name__
-    run.__doc__ = handler.__doc__
-    return run
-
-
 def _dtypes(values: list[str] | None) -> list[str]:
     if not values:
         return ["float32", "bf16", "fp8", "e5m2", "fp4"]
@@ -110,7 +98,6 @@ def _describe(model) -> str:
     return f"{c.name}: {c.layers} layers, {shape}{window}; {kv_elements_per_token(c):,} elements per token per layer"
 
 
-@_guard
 def _kv(args: argparse.Namespace) -> int:
     """KV-cache size over dtypes."""
     scales = None if args.scales == "none" else args.scales
@@ -129,7 +116,6 @@ def _kv(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guard
 def _fit(args: argparse.Namespace) -> int:
     """What fits on a GPU: one report, or a table over all GPUs when --gpu is not given."""
     common = dict(seq_len=args.seq, batch=args.batch, weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype,
@@ -155,7 +141,6 @@ def _fit(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guard
 def _memory(args: argparse.Namespace) -> int:
     """Training memory per parameter by recipe."""
     if args.model:
@@ -228,21 +213,3 @@ def register(subparsers) -> None:
     mem.add_argument("--num-gpus", type=int, default=1, help="data-parallel GPUs (default 1)")
     mem.add_argument("--zero-stage", type=int, default=0, choices=[0, 1, 2, 3], help="ZeRO stage (default 0)")
     mem.set_defaults(func=_memory, command="memory")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one sizing subcommand on its own (the package's ``fp8lab`` command wires the same ones).
-
-    >>> main(["kv", "--model", "falcon-7b", "--seq", "1", "--dtype", "bf16"])  # doctest: +ELLIPSIS
-    falcon-7b: 32 layers, MQA, 71 query / 1 KV heads of head_dim 64; 128 elements per token per layer
-    ...
-    0
-    """
-    parser = argparse.ArgumentParser(prog="fp8lab", description="fp8lab sizing commands")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
