@@ -21,6 +21,7 @@ from .codec import encode
 from .codec.reference import decode_one
 from .formats import FloatFormat, Format, IntFormat
 from .registry import get_format
+from .validation import check_real
 
 __all__ = ["explain", "Explanation", "fields", "bit_string", "code_kind"]
 
@@ -145,8 +146,7 @@ def _float_kind_and_formula(code: int, f: FloatFormat) -> tuple[str, float, str]
     value = decode_one(code, f)
     kind = code_kind(code, f)
     if kind == "NaN":
-        return "NaN", value, "NaN (" + {"ieee": "top exponent, mantissa != 0", "fn": "the all-ones code",
-                                        "fnuz": "the negative-zero code"}[f.special] + ")"
+        return "NaN", value, f"NaN ({f.nan_description})"
     if kind == "inf":
         return "inf", value, f"{'-' if s else '+'}inf (top exponent, mantissa 0)"
     mbits = f.mantissa_bits
@@ -165,22 +165,36 @@ def explain(x: float, fmt: "str | Format", *, saturate: bool = False) -> Explana
     448.0
     """
     f = get_format(fmt)
-    x = float(x)
-    code = int(encode(np.float32(x) if isinstance(f, FloatFormat) else x, f, saturate=saturate))
+    x = check_real("explain", "x", x, finite=False)
+    if isinstance(f, FloatFormat):
+        x32 = _as_float32(x)
+        code = int(encode(x32, f, saturate=saturate))
+    else:
+        code = int(encode(x, f, saturate=saturate))
     if isinstance(f, IntFormat):
         value = float(code - 2**f.bits if f.signed and code >= 2 ** (f.bits - 1) else code)
         return Explanation(x, f, code, int(value < 0), None, None, "integer", value,
                            f"{code} as {'two' + chr(39) + 's-complement' if f.signed else 'unsigned'} = {value!r}")
     kind, value, formula = _float_kind_and_formula(code, f)
     s, e, m = fields(code, f)
-    return Explanation(x, f, code, s, e, m, kind, value, formula, _notes(float(np.float32(x)), value, f, saturate))
+    notes = _notes(float(x32), value, f, saturate)
+    if math.isfinite(x) and not math.isfinite(float(x32)):
+        notes = (f"{x!r} is beyond float32's range (max {float(np.finfo(np.float32).max)!r}); the codec works "
+                 f"through float32, so it entered as {float(x32)!r}",) + notes
+    return Explanation(x, f, code, s, e, m, kind, value, formula, notes)
+
+
+def _as_float32(x: float) -> np.float32:
+    """``x`` rounded to float32 (a value beyond its range becomes inf, without numpy's warning)."""
+    with np.errstate(over="ignore"):
+        return np.float32(x)
 
 
 def _notes(x: float, value: float, f: FloatFormat, saturate: bool) -> tuple[str, ...]:
     """Plain-language remarks on what happened to ``x`` (overflow, underflow, ties, missing zero)."""
     notes = []
     if math.isfinite(x) and abs(x) > f.max and not math.isinf(value) and not math.isnan(value):
-        notes.append(f"|x| is beyond max {f.max!r}: it " + ("saturated" if saturate or f.special == "finite"
+        notes.append(f"|x| is beyond max {f.max!r}: it " + ("saturated" if saturate or not f.has_nan
                                                              else "rounded down to max (within half an ulp)"))
     elif not f.signed and math.copysign(1, x) < 0 and (x != 0 or not f.has_zero):
         notes.append(f"{f.name} is unsigned: a negative input has no code, so it became " + ("NaN" if f.has_nan else "0"))
@@ -198,6 +212,6 @@ def _notes(x: float, value: float, f: FloatFormat, saturate: bool) -> tuple[str,
             rule = ("round-to-nearest-even picked the even code" if f.mantissa_bits else
                     "with no mantissa bits the significand 1 is odd, so ties round up (as ml_dtypes does)")
             notes.append(f"a tie between {float(vals[i - 1])!r} and {float(vals[i])!r}: {rule}")
-    if math.copysign(1, x) < 0 and x == 0 and f.special == "fnuz":
-        notes.append("fnuz formats have no -0: its code is the NaN, so -0 becomes +0")
+    if math.copysign(1, x) < 0 and x == 0 and f.signed and f.has_zero and not f.has_negative_zero:
+        notes.append(f"{f.name} has no -0 (that code is its NaN), so -0 becomes +0")
     return tuple(notes)

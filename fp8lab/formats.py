@@ -19,6 +19,8 @@ from typing import Literal
 
 import numpy as np
 
+from .validation import check_bool, check_int, check_str
+
 __all__ = ["FloatFormat", "IntFormat", "Format", "SPECIALS"]
 
 Special = Literal["ieee", "fn", "fnuz", "finite"]
@@ -32,7 +34,7 @@ SPECIALS: dict[str, str] = {
 }
 
 _F32_MAX = float(np.finfo(np.float32).max)
-_F32_TINY = 2.0**-149
+_F32_MIN_EXP = -149  #: float32's finest step, 2^-149 (its smallest subnormal)
 
 
 @dataclass(frozen=True)
@@ -57,31 +59,42 @@ class FloatFormat:
     description: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        e, m = self.exponent_bits, self.mantissa_bits
-        if not isinstance(e, int) or not isinstance(m, int) or isinstance(e, bool) or isinstance(m, bool):
-            raise TypeError(f"{self.name}: exponent_bits and mantissa_bits must be ints, got {e!r}, {m!r}")
+        check_str("FloatFormat", "name", self.name)
+        e = check_int(self.name, "exponent_bits", self.exponent_bits)
+        m = check_int(self.name, "mantissa_bits", self.mantissa_bits)
+        check_bool(self.name, "signed", self.signed)
+        check_bool(self.name, "subnormals", self.subnormals)
         if not 1 <= e <= 8:
             raise ValueError(f"{self.name}: exponent_bits must be 1..8 (the codec works through float32), got {e}")
         if not 0 <= m <= 23:
             raise ValueError(f"{self.name}: mantissa_bits must be 0..23 (the codec works through float32), got {m}")
-        if self.special not in SPECIALS:
-            raise ValueError(f"{self.name}: special must be one of {sorted(SPECIALS)}, got {self.special!r}")
+        if not isinstance(self.special, str) or self.special not in SPECIALS:
+            kind = ValueError if isinstance(self.special, str) else TypeError
+            raise kind(f"{self.name}: special must be one of {sorted(SPECIALS)}, got {self.special!r}")
         if self.bias is None:
             object.__setattr__(self, "bias", 2 ** (e - 1) - 1)
-        if not isinstance(self.bias, int):
-            raise TypeError(f"{self.name}: bias must be an int or None, got {self.bias!r}")
+        object.__setattr__(self, "bias", check_int(self.name, "bias", self.bias))
+        object.__setattr__(self, "exponent_bits", e)
+        object.__setattr__(self, "mantissa_bits", m)
+        object.__setattr__(self, "signed", bool(self.signed))
+        object.__setattr__(self, "subnormals", bool(self.subnormals))
         if self.special == "ieee" and m == 0:
             raise ValueError(f"{self.name}: an 'ieee' format needs mantissa bits to tell NaN from inf")
         if self.special == "fnuz" and not self.signed:
             raise ValueError(f"{self.name}: 'fnuz' puts NaN at the negative-zero code, so it needs a sign bit")
+        if self.special == "fnuz" and not self.subnormals:
+            raise ValueError(f"{self.name}: 'fnuz' puts NaN at the negative-zero code, but without subnormals there is "
+                             "no zero and the sign bit with all-zero fields is the ordinary value -min_normal; "
+                             "use special='fn' or 'finite'")
         if self.special == "ieee" and e == 1:
             raise ValueError(f"{self.name}: an 'ieee' format with one exponent bit has no finite normals")
         if self.num_finite < 1:
             raise ValueError(f"{self.name}: these parameters leave no finite value")
-        if self.max > _F32_MAX or self.min_subnormal < _F32_TINY:
+        if self.max > _F32_MAX or self.emin - m < _F32_MIN_EXP:
             raise ValueError(
-                f"{self.name}: values from {self.min_subnormal!r} to {self.max!r} do not fit in float32, "
-                "which the codec decodes to; choose a bias closer to 2^(e-1)-1"
+                f"{self.name}: its values run from {self.min_subnormal!r} to {self.max!r} in steps as fine as "
+                f"2^{self.emin - m}; float32, which the codec decodes to, holds them exactly only from 2^{_F32_MIN_EXP} "
+                f"steps up to {_F32_MAX!r}; choose a bias closer to 2^(e-1)-1 = {2 ** (e - 1) - 1}"
             )
 
     # ----- bit layout -------------------------------------------------------------------------
@@ -216,6 +229,117 @@ class FloatFormat:
         """
         return self.signed and self.subnormals and self.special != "fnuz"
 
+    # ----- special values: the only place that reads ``special`` ----------------------------
+    def is_nan_code(self, codes):
+        """Which codes are NaN (an int, a numpy array or a torch tensor of codes; same kind back).
+
+        >>> f = FloatFormat("e4m3fnuz", 4, 3, bias=8, special="fnuz")
+        >>> f.is_nan_code(0x80), FloatFormat("e5m2", 5, 2).is_nan_code(__import__("numpy").array([0x7C, 0x7D])).tolist()
+        (True, [False, True])
+        """
+        mag = codes & self.magnitude_mask
+        if self.special == "ieee":
+            return ((mag >> self.mantissa_bits) == self._top_field) & ((mag & self._mantissa_mask) != 0)
+        if self.special == "fn":
+            return mag == self.magnitude_mask
+        if self.special == "fnuz":
+            return codes == self.sign_mask
+        return mag != mag  # no NaN: all False, shaped like the codes
+
+    def is_inf_code(self, codes):
+        """Which codes are +-inf (only IEEE-style formats have any).
+
+        >>> FloatFormat("e5m2", 5, 2).is_inf_code(0xFC), FloatFormat("e4m3", 4, 3, special="fn").is_inf_code(0x7F)
+        (True, False)
+        """
+        mag = codes & self.magnitude_mask
+        if self.special == "ieee":
+            return mag == self.inf_code
+        return mag != mag
+
+    def overflow_code(self, *, rounding: str = "nearest", saturate: bool = False, infinite: bool = False) -> int:
+        """The code a positive value beyond the range becomes (OR the sign bit in for a negative one).
+
+        Saturating casts and formats without specials give max; otherwise an infinite input gives
+        inf where the format has it and NaN elsewhere, and a finite overflow gives the same, except
+        that rounding toward zero keeps max (IEEE 754 section 7.4). In a fnuz format the NaN code is
+        the sign bit itself, so OR-ing a sign in keeps it NaN.
+
+        >>> e4m3 = FloatFormat("e4m3", 4, 3, special="fn")
+        >>> hex(e4m3.overflow_code()), hex(e4m3.overflow_code(saturate=True)), hex(FloatFormat("e5m2", 5, 2).overflow_code())
+        ('0x7f', '0x7e', '0x7c')
+        """
+        if saturate or not self.has_nan:
+            return self.max_code
+        if rounding == "toward_zero" and not infinite:
+            return self.max_code
+        return self.inf_code if self.has_inf else self.nan_code
+
+    def nan_input_code(self, negative: bool = False) -> int:
+        """The code a NaN input becomes: the quiet NaN (with the input's sign where NaNs are signed).
+
+        Formats without NaN follow ml_dtypes: a zero of the opposite sign (FP6/FP4), or 0 if unsigned.
+
+        >>> hex(FloatFormat("e5m2", 5, 2).nan_input_code(True)), hex(FloatFormat("e2m1", 2, 1, special="finite").nan_input_code())
+        ('0xfe', '0x8')
+        """
+        if not self.has_nan:
+            return 0 if (negative or not self.signed) else self.sign_mask
+        if self.special == "fnuz" or not self.signed:
+            return self.nan_code
+        return self.nan_code | (self.sign_mask if negative else 0)
+
+    @property
+    def negative_input_code(self) -> int | None:
+        """What a negative number becomes in an unsigned format (NaN, or 0 without NaN); None if signed.
+
+        >>> hex(FloatFormat("e8m0", 8, 0, bias=127, signed=False, subnormals=False, special="fn").negative_input_code)
+        '0xff'
+        """
+        if self.signed:
+            return None
+        return self.nan_code if self.has_nan else 0
+
+    @property
+    def zero_input_code(self) -> int:
+        """The code 0.0 becomes: zero where the format has one, else NaN (E8M0) or the smallest value.
+
+        >>> hex(FloatFormat("e8m0", 8, 0, bias=127, signed=False, subnormals=False, special="fn").zero_input_code)
+        '0xff'
+        """
+        if self.has_zero or not self.has_nan:
+            return 0
+        return self.nan_code
+
+    @property
+    def negative_zero_code(self) -> int:
+        """The code -0.0 becomes: its own code where -0 exists, +0 in fnuz and unsigned formats.
+
+        >>> FloatFormat("e4m3fnuz", 4, 3, bias=8, special="fnuz").negative_zero_code, FloatFormat("e5m2", 5, 2).negative_zero_code
+        (0, 128)
+        """
+        if self.has_zero:
+            return self.sign_mask if self.has_negative_zero else 0
+        return self.nan_code if self.has_nan else self.sign_mask  # no zero: NaN, or the smallest value, signed
+
+    @property
+    def nan_description(self) -> str:
+        """Where this format keeps its NaNs, in words (for teaching output).
+
+        >>> FloatFormat("e4m3", 4, 3, special="fn").nan_description
+        'the all-ones code'
+        """
+        return {"ieee": "top exponent, mantissa != 0", "fn": "the all-ones code",
+                "fnuz": "the negative-zero code", "finite": "none: every code is a number"}[self.special]
+
+    @property
+    def _top_field(self) -> int:
+        return (1 << self.exponent_bits) - 1
+
+    @property
+    def _mantissa_mask(self) -> int:
+        return (1 << self.mantissa_bits) - 1
+
     # ----- derived numbers -----------------------------------------------------------------
     def code_value(self, magnitude: int) -> float:
         """Exact value of a non-negative code's magnitude bits (specials are not checked here).
@@ -347,8 +471,9 @@ class IntFormat:
     description: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.bits, int) or not 2 <= self.bits <= 16:
-            raise ValueError(f"{self.name}: bits must be an int from 2 to 16, got {self.bits!r}")
+        check_str("IntFormat", "name", self.name)
+        object.__setattr__(self, "bits", check_int(self.name, "bits", self.bits, minimum=2, maximum=16))
+        object.__setattr__(self, "signed", check_bool(self.name, "signed", self.signed))
 
     @property
     def kind(self) -> str:

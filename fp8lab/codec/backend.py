@@ -11,10 +11,7 @@ from typing import Any
 
 import numpy as np
 
-try:  # torch is optional: the numpy path never needs it
-    import torch
-except ImportError:  # pragma: no cover - exercised only where torch is absent
-    torch = None  # type: ignore[assignment]
+from .._optional import torch, torch_loaded
 
 __all__ = ["Backend", "NUMPY", "TORCH", "is_torch"]
 
@@ -25,7 +22,7 @@ def is_torch(x: Any) -> bool:
     >>> is_torch([1.0])
     False
     """
-    return torch is not None and isinstance(x, torch.Tensor)
+    return torch_loaded() and isinstance(x, torch.Tensor)  # no torch imported: no tensor can exist
 
 
 class Backend:
@@ -76,6 +73,20 @@ class Backend:
         if self.np:
             return np.ldexp(mant.astype(np.float64), exp.astype(np.int32))
         return torch.ldexp(mant.to(torch.float64), exp.to(torch.float64))
+
+    def frexp(self, x):
+        """Mantissas in [0.5, 1) and int exponents with ``x = mant * 2^exp`` (0 gives 0, 0)."""
+        if self.np:
+            return np.frexp(x)
+        return torch.frexp(x)
+
+    def nonzero(self, mask):
+        """Index tuple of the True elements of a boolean mask."""
+        return np.nonzero(mask) if self.np else torch.nonzero(mask, as_tuple=True)
+
+    def full_like_int(self, a, value: int):
+        """An int array/tensor shaped like ``a`` filled with ``value``."""
+        return np.full(np.shape(a), value, dtype=np.int64) if self.np else torch.full(tuple(a.shape), value, dtype=torch.int64, device=a.device)
 
     def random_bits(self, shape, nbits, generator, like):
         """Uniform random integers in ``[0, 2^nbits)`` (nbits may be an array), as int64."""

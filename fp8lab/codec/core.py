@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from ..formats import FloatFormat, IntFormat
 from .backend import NUMPY, Backend
+from .stochastic import bernoulli_pow2, stochastic_fraction_up
 
 __all__ = ["encode_bits", "decode_codes", "int_encode", "int_decode", "ROUNDINGS"]
 
@@ -45,20 +46,27 @@ def _is_e8m0(fmt: FloatFormat) -> bool:
     return (fmt.exponent_bits, fmt.mantissa_bits, fmt.bias, fmt.subnormals) == (8, 0, 127, False)
 
 
-def _overflow_code(fmt: FloatFormat, rounding: str, saturate: bool, is_inf, be: Backend):
-    """Magnitude code for values beyond max (array where finite and infinite inputs differ).
+#: Random shifts up to this many bits are drawn in one go (int64 arithmetic); deeper ones take the exact
+#: Bernoulli path of :func:`fp8lab.codec.stochastic.bernoulli_pow2`.
+SR_FAST_BITS = 62
 
-    Finite overflow: +-max when saturating, for FP6/FP4, and under truncation (IEEE 754 7.4);
-    otherwise inf (IEEE-style formats) or NaN (fn, fnuz). Infinite input: inf where the format has
-    it, +-max when saturating or for FP6/FP4, NaN otherwise. A fnuz NaN is marked by the sign bit
-    alone, so it is returned here as the code 0x80 and kept whatever the sign.
+
+def _stochastic_quotient(sig, s, be: Backend, generator, like):
+    """``floor((sig + r) / 2^s)`` for a uniform random ``s``-bit ``r``, exact for every shift ``s``.
+
+    ``sig < 2^24``, so for ``s > 24`` the result is 0 or 1 with ``P(1) = sig / 2^s``: shifts up to
+    :data:`SR_FAST_BITS` are one int64 add, deeper ones a Bernoulli draw with that exact probability
+    (a capped shift would round tiny values up far too often).
     """
-    nan = fmt.nan_code if fmt.special == "fn" else fmt.sign_mask
-    if saturate or fmt.special == "finite":
-        return fmt.max_code
-    inf = fmt.inf_code if fmt.special == "ieee" else nan
-    finite = fmt.max_code if rounding == "toward_zero" else inf
-    return finite if finite == inf else be.where(is_inf, inf, finite)
+    s_fast = be.minimum(s, SR_FAST_BITS)
+    sig64 = be.astype(sig, be.int64())
+    r = be.random_bits(tuple(sig.shape), s_fast, generator, like)
+    q = be.astype((sig64 + r) >> be.astype(s_fast, be.int64()), be.int32())
+    deep = s > SR_FAST_BITS
+    if bool(deep.any()):
+        up = bernoulli_pow2(sig64, be.astype(s, be.int64()), be, generator, where=deep)
+        q = be.where(deep, be.astype(up, be.int32()), q)
+    return q
 
 
 def encode_bits(u, fmt: FloatFormat, be: Backend, rounding: str, saturate: bool, generator):
@@ -74,21 +82,20 @@ def encode_bits(u, fmt: FloatFormat, be: Backend, rounding: str, saturate: bool,
     a = u & 0x7FFFFFFF
     is_nan = a > 0x7F800000
     is_inf = a == 0x7F800000
+    is_zero = a == 0
     if fmt.min_subnormal < 2.0**-126:  # the format reaches into float32's subnormal range
         a_n, shift_down = _normalise_subnormals(u, be)
         e = ((a_n >> 23) & 0xFF) - 127 - shift_down
-        sig = (a_n & 0x7FFFFF) | (be.astype(a != 0, be.int32()) << 23)  # the implicit bit
+        sig = (a_n & 0x7FFFFF) | (be.astype(~is_zero, be.int32()) << 23)  # the implicit bit
     else:  # float32 subnormals are far below this format: treat them as the tiny values they are
         big = a >> 23
         e = be.maximum(big, 1) - 127
         sig = (a & 0x7FFFFF) | (be.astype(big > 0, be.int32()) << 23)  # the implicit bit
     emin = fmt.emin
+    e = be.where(is_zero, emin, e)  # zero has no exponent of its own: at the bottom it encodes to the zero code
     s = (23 - m) + be.maximum(emin - e, 0)
     if rounding == "stochastic":
-        s64 = be.minimum(s, 40)
-        sig64 = be.astype(sig, be.int64())
-        r = be.random_bits(tuple(u.shape), s64, generator, u)
-        q = be.astype((sig64 + r) >> s64, be.int32())
+        q = _stochastic_quotient(sig, s, be, generator, u)
     else:
         s = be.minimum(s, 25)  # sig < 2^24, so any larger shift already gives 0
         if rounding == "nearest":
@@ -108,24 +115,20 @@ def encode_bits(u, fmt: FloatFormat, be: Backend, rounding: str, saturate: bool,
             code = be.where((a > 0x00400000) & (a < 0x00800000), 1, code)
 
     over = code > fmt.max_code  # inf and NaN land here too (NaN is fixed up last)
-    code = be.where(over, _overflow_code(fmt, rounding, saturate, is_inf, be), code)
+    finite_over = fmt.overflow_code(rounding=rounding, saturate=saturate, infinite=False)
+    inf_over = fmt.overflow_code(rounding=rounding, saturate=saturate, infinite=True)
+    code = be.where(over, be.where(is_inf, inf_over, finite_over) if finite_over != inf_over else finite_over, code)
 
+    negative = sign == 1
     if fmt.signed:
-        sbit = sign << (fmt.bits - 1)
-        out = code | sbit
-        if fmt.special == "fnuz":
-            out = be.where(code == 0, 0, out)  # there is no -0 (and NaN is 0x80 whatever the sign)
-            nan_out = fmt.nan_code
-        elif fmt.special == "finite":
-            nan_out = (sign ^ 1) << (fmt.bits - 1)  # ml_dtypes: NaN becomes a zero of the opposite sign
-        else:
-            nan_out = fmt.nan_code | sbit
+        out = code | (sign << (fmt.bits - 1))
+        if fmt.has_zero and not fmt.has_negative_zero:
+            out = be.where(code == 0, 0, out)  # no -0 (fnuz): a negative underflow is +0
+        nan_out = be.where(negative, fmt.nan_input_code(True), fmt.nan_input_code(False))
     else:
-        negative = (sign == 1) & ((a != 0) | (not fmt.has_zero))
-        out = be.where(negative, fmt.nan_code if fmt.has_nan else 0, code)
-        nan_out = fmt.nan_code if fmt.has_nan else 0
-    if not fmt.has_zero and fmt.has_nan:
-        out = be.where(a == 0, fmt.nan_code, out)  # zero has no code: ml_dtypes gives NaN
+        out = be.where(negative & ~is_zero, fmt.negative_input_code, code)
+        nan_out = fmt.nan_input_code()
+    out = be.where(is_zero, be.where(negative, fmt.negative_zero_code, fmt.zero_input_code), out)
     return be.where(is_nan, nan_out, out)
 
 
@@ -147,16 +150,8 @@ def decode_codes(c, fmt: FloatFormat, be: Backend = NUMPY):
     v = be.ldexp(significand, exponent)
     if fmt.signed:
         v = be.where((c & fmt.sign_mask) != 0, -v, v)
-    nan = float("nan")
-    if fmt.special == "ieee":
-        top = exp_field == (2**fmt.exponent_bits - 1)
-        v = be.where(top & (mant == 0), be.where(v < 0, -float("inf"), float("inf")), v)
-        v = be.where(top & (mant != 0), nan, v)
-    elif fmt.special == "fn":
-        v = be.where(mag == fmt.magnitude_mask, nan, v)
-    elif fmt.special == "fnuz":
-        v = be.where(c == fmt.nan_code, nan, v)
-    return v
+    v = be.where(fmt.is_inf_code(c), be.where(v < 0, -float("inf"), float("inf")), v)
+    return be.where(fmt.is_nan_code(c), float("nan"), v)
 
 
 def int_encode(x, fmt: IntFormat, be: Backend, rounding: str, generator):
@@ -176,7 +171,8 @@ def int_encode(x, fmt: IntFormat, be: Backend, rounding: str, generator):
             elif rounding == "toward_zero":
                 q = np.trunc(x)
             else:
-                q = np.floor(x + generator.random(x.shape).astype(x.dtype))
+                q = np.floor(x)
+                q += stochastic_fraction_up(x - q, be, generator)
         np.clip(q, fmt.min, fmt.max, out=q)  # +-inf saturate here
         np.copyto(q, 0, where=np.isnan(q))  # NaN has no integer code: it becomes 0
         q = q.astype(np.int32)
@@ -189,7 +185,8 @@ def int_encode(x, fmt: IntFormat, be: Backend, rounding: str, generator):
         elif rounding == "toward_zero":
             q = torch.trunc(x)
         else:
-            q = torch.floor(x + torch.rand(x.shape, generator=generator, dtype=x.dtype, device=x.device))
+            q = torch.floor(x)
+            q = q + stochastic_fraction_up(x - q, be, generator).to(q.dtype)
         q = torch.clamp(q, fmt.min, fmt.max).to(torch.int64)
     return q & ((1 << fmt.bits) - 1)
 

@@ -28,11 +28,22 @@ __all__ = ["lut_ok", "split_bit", "encode_table", "value_table", "lut_index"]
 def lut_ok(fmt: FloatFormat, rounding: str) -> bool:
     """Whether the table path is exact for this format and rounding mode.
 
+    The index keeps a float32's bits down to :func:`split_bit` and one sticky bit for the rest, so it
+    decides the rounding exactly if the rounding bit of every input lies at or above the split. For
+    normal float32 inputs ``23 - m`` bits are dropped, enough for ``m <= 7``. For float32 *subnormal*
+    inputs (raw steps of 2^-149) the format's finest step ``2^(emin - m)`` puts the rounding bit at
+    ``emin - m + 148``, which must be at least the split: formats reaching deeper (a large custom
+    bias) take the bit-level path.
+
     >>> from fp8lab.registry import get_format
     >>> lut_ok(get_format("fp4"), "nearest"), lut_ok(get_format("fp16"), "nearest")
     (True, False)
+    >>> lut_ok(FloatFormat("e5m2_b140", 5, 2, bias=140), "nearest")
+    False
     """
-    return isinstance(fmt, FloatFormat) and fmt.mantissa_bits <= 7 and rounding in ("nearest", "toward_zero")
+    if not isinstance(fmt, FloatFormat) or fmt.mantissa_bits > 7 or rounding not in ("nearest", "toward_zero"):
+        return False
+    return fmt.emin - fmt.mantissa_bits + 148 >= split_bit(fmt)
 
 
 def split_bit(fmt: FloatFormat) -> int:
@@ -72,9 +83,9 @@ def value_table(fmt: FloatFormat, rounding: str, saturate: bool) -> np.ndarray:
     >>> float(value_table(get_format("e4m3"), "nearest", False)[0x3F80 * 2])
     1.0
     """
-    from .api import decode_table
+    from .impl import code_values
 
-    table = decode_table(fmt).take(encode_table(fmt, rounding, saturate))
+    table = code_values(fmt).take(encode_table(fmt, rounding, saturate))
     table.flags.writeable = False
     return table
 

@@ -29,17 +29,12 @@ def decode_one(code: int, fmt: "str | FloatFormat") -> float:
     fmt = get_format(fmt)
     if not 0 <= code < 2**fmt.bits:
         raise ValueError(f"code {code} is out of range for {fmt.name} (0..{2**fmt.bits - 1})")
+    if fmt.is_nan_code(code):
+        return math.nan
     negative = bool(code & fmt.sign_mask)
-    mag = code & fmt.magnitude_mask
-    exp_field = mag >> fmt.mantissa_bits
-    mant = mag & ((1 << fmt.mantissa_bits) - 1)
-    if fmt.special == "ieee" and exp_field == 2**fmt.exponent_bits - 1:
-        return math.nan if mant else (-math.inf if negative else math.inf)
-    if fmt.special == "fn" and mag == fmt.magnitude_mask:
-        return math.nan
-    if fmt.special == "fnuz" and code == fmt.sign_mask:
-        return math.nan
-    v = fmt.code_value(mag)
+    if fmt.is_inf_code(code):
+        return -math.inf if negative else math.inf
+    v = fmt.code_value(code & fmt.magnitude_mask)
     return -v if negative else v
 
 
@@ -63,54 +58,38 @@ def encode_one(x: float, fmt: "str | FloatFormat", *, rounding: str = "nearest",
     fmt = get_format(fmt)
     if fmt.bits > 16:
         raise ValueError("the reference codec searches value lists; use it for formats up to 16 bits")
-    x = float(np.float32(x))
+    with np.errstate(over="ignore"):
+        x = float(np.float32(x))
     negative = math.copysign(1.0, x) < 0
     sbit = fmt.sign_mask if negative else 0
     if math.isnan(x):
-        if fmt.special == "finite":
-            return fmt.sign_mask if not negative else 0  # ml_dtypes' choice: a zero of the opposite sign
-        if fmt.special == "fnuz" or not fmt.signed:
-            return fmt.nan_code
-        return fmt.nan_code | sbit
-    if not fmt.signed and (negative and (x != 0 or not fmt.has_zero)):
-        return fmt.nan_code if fmt.has_nan else 0
-    if x == 0 and not fmt.has_zero:
-        return fmt.nan_code
+        return fmt.nan_input_code(negative)
+    if not fmt.signed and negative and (x != 0 or not fmt.has_zero):
+        return fmt.negative_input_code
+    if x == 0:
+        return fmt.negative_zero_code if negative else fmt.zero_input_code
     values, codes = _positive_codes(fmt)
-    overflow = None
-    if math.isinf(x):
-        overflow = fmt.inf_code if fmt.special == "ieee" and not saturate else None
-        mag = None
+    ax = Fraction(abs(x)) if math.isfinite(x) else None
+    if ax is None or ax > values[-1]:  # beyond max: within half an ulp it still rounds to max
+        threshold = Fraction(fmt.overflow_threshold)
+        tie_down = ax == threshold and codes[-1] % 2 == 0 and fmt.mantissa_bits > 0
+        if ax is not None and (rounding == "toward_zero" or ax < threshold or tie_down):
+            return codes[-1] | sbit
+        return fmt.overflow_code(rounding=rounding, saturate=saturate, infinite=ax is None) | sbit
+    i = bisect.bisect_left(values, ax)
+    if values[i] == ax:
+        mag = codes[i]
+    elif i == 0:
+        mag = codes[0]  # below the smallest value of a format without zero
     else:
-        ax = Fraction(abs(x))
-        i = bisect.bisect_left(values, ax)
-        if i < len(values) and values[i] == ax:
+        lo, hi = values[i - 1], values[i]
+        if rounding == "toward_zero" or ax - lo < hi - ax:
+            mag = codes[i - 1]
+        elif ax - lo > hi - ax:
             mag = codes[i]
-        elif i == 0:
-            mag = codes[0]  # below the smallest value of a format without zero
-        elif i == len(values):  # above max: is it within half an ulp?
-            threshold = Fraction(fmt.overflow_threshold)
-            below = rounding == "toward_zero" or ax < threshold or (ax == threshold and codes[-1] % 2 == 0 and fmt.mantissa_bits > 0)
-            mag = codes[-1] if below else None
-        else:
-            lo, hi = values[i - 1], values[i]
-            if rounding == "toward_zero":
-                mag = codes[i - 1]
-            elif ax - lo < hi - ax:
-                mag = codes[i - 1]
-            elif ax - lo > hi - ax:
-                mag = codes[i]
-            else:  # a tie: the even significand wins (with no mantissa bits, the significand 1 is odd)
-                even_lo = codes[i - 1] % 2 == 0 and fmt.mantissa_bits > 0
-                mag = codes[i - 1] if even_lo else codes[i]
-        if mag is None and fmt.special == "ieee" and not saturate:
-            overflow = fmt.max_code if rounding == "toward_zero" else fmt.inf_code
-    if mag is None:
-        if overflow is not None:
-            return overflow | sbit
-        if saturate or fmt.special == "finite":
-            return fmt.max_code | sbit
-        return fmt.nan_code | (sbit if fmt.special == "fn" else 0)
-    if mag == 0 and fmt.special == "fnuz":
-        return 0
+        else:  # a tie: the even significand wins (with no mantissa bits, the significand 1 is odd)
+            even_lo = codes[i - 1] % 2 == 0 and fmt.mantissa_bits > 0
+            mag = codes[i - 1] if even_lo else codes[i]
+    if mag == 0 and fmt.has_zero and not fmt.has_negative_zero:
+        return 0  # no -0 (fnuz): a negative underflow is +0
     return mag | sbit

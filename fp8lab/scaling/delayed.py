@@ -39,7 +39,7 @@ from ..qtensor import QTensor
 from ..registry import get_format
 from .base import Recipe, ScaleSet
 from .blocks import to_numpy, whole_block
-from .fields import check_bool, check_int
+from ..validation import check_bool, check_int
 from .scales import float_scales
 
 __all__ = ["DelayedScaling", "AmaxHistory"]

@@ -29,8 +29,8 @@ from ..qtensor import QTensor
 from ..registry import get_format
 from .base import Recipe, ScaleSet, finite_values, block_stats, finalize
 from .blocks import axis_block, block_reduce, to_numpy, whole_block
-from .fields import check_bool, check_int
-from .scales import F32_TINY, float_scales, pow2_ceil, round_up_float32
+from ..validation import check_bool, check_int
+from .scales import F32_TINY, check_scale_range, float_scales, pow2_ceil, round_up_float32
 
 __all__ = ["IntScaling"]
 
@@ -142,6 +142,7 @@ class IntScaling(Recipe):
         span = hi - lo
         empty = ~(span > 0)
         s = np.where(empty, 1.0, span) / (qmax - qmin)
+        check_scale_range(s, f"the range [{float(lo.min(initial=0.0)):.4g}, {float(hi.max(initial=0.0)):.4g}] over {fmt.name}")
         s = pow2_ceil(s) if self.pow2 else np.maximum(s, F32_TINY)
         scales = round_up_float32(s)
         scales[empty] = 1.0

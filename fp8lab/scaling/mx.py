@@ -39,7 +39,7 @@ from ..codec import encode
 from ..formats import FloatFormat, Format
 from .base import Recipe, ScaleSet
 from .blocks import axis_block
-from .fields import check_int
+from ..validation import check_int
 from .scales import E8M0_MAX_EXP, E8M0_MIN_EXP
 
 __all__ = ["MXScaling", "mx_scale_exponents", "emax_elem", "SCALE_ROUNDINGS"]
@@ -96,6 +96,9 @@ def mx_scale_exponents(amax: np.ndarray, fmt: Format, scale_rounding: str = "flo
             bits = bits + (1 << (23 - m - 1))
         k = ((bits >> 23) & 0xFF) - 127 - emax
     k = np.where(zero, E8M0_MIN_EXP, k)
+    if np.any((k > E8M0_MAX_EXP) & np.isfinite(amax)):  # only float64 input beyond float32's range gets here
+        raise ValueError(f"amax {float(amax[np.isfinite(amax)].max()):.4g} needs an MX scale above 2^{E8M0_MAX_EXP}, the "
+                         "largest E8M0 holds (OCP MX elements come from float32); scale the input down first")
     return np.clip(k, E8M0_MIN_EXP, E8M0_MAX_EXP).astype(np.int64)
 
 

@@ -28,7 +28,7 @@ from ..formats import FloatFormat, Format
 from ..registry import get_format
 from .base import Recipe, ScaleSet
 from .blocks import axis_block
-from .fields import check_int
+from ..validation import check_int
 from .scales import F32_TINY
 
 __all__ = ["NVFP4Scaling"]
@@ -87,7 +87,11 @@ class NVFP4Scaling(Recipe):
         (1.0, [448.0, 1.0])
         """
         e4m3 = get_format("e4m3")
-        amax32 = np.asarray(amax, dtype=np.float32)
+        amax = np.asarray(amax, dtype=np.float64)
+        if np.any(np.isfinite(amax) & (amax > np.finfo(np.float32).max)):
+            raise ValueError(f"NVFP4 computes its scales in float32 (as torchao does), and amax "
+                             f"{float(amax[np.isfinite(amax)].max()):.4g} is beyond float32's range; scale the input down first")
+        amax32 = amax.astype(np.float32)
         tensor_amax = np.float32(amax32.max(initial=0.0))
         if tensor_amax > 0:
             s_global = np.float32(max(tensor_amax / np.float32(e4m3.max * fmt.max), np.float32(F32_TINY)))

@@ -1,0 +1,102 @@
+"""Optional dependencies: imported on first use, with an error that names the extra to install.
+
+``import fp8lab`` needs only numpy and ml_dtypes. torch, matplotlib, ipywidgets and nbgrader are
+imported the first time something uses them, so the command line starts fast and the core works
+where they are not installed. :data:`torch` is a stand-in module whose first attribute access
+imports torch.
+
+>>> "matplotlib" in EXTRAS and EXTRAS["matplotlib"]
+'course'
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from types import ModuleType
+from typing import Any
+
+__all__ = ["EXTRAS", "require", "LazyModule", "torch", "torch_loaded", "torch_available"]
+
+#: Which ``pip install 'fp8lab[extra]'`` brings each optional module.
+EXTRAS: dict[str, str] = {
+    "torch": "torch",
+    "matplotlib": "course",
+    "ipywidgets": "course",
+    "IPython": "course",
+    "nbformat": "course",
+    "nbclient": "course",
+    "nbgrader": "labs",
+    "gfloat": "dev",
+    "hypothesis": "dev",
+    "pytest": "dev",
+}
+
+
+def require(module: str, feature: str | None = None) -> ModuleType:
+    """Import ``module``, or raise an ImportError that names the fp8lab extra providing it.
+
+    >>> require("math").sqrt(4.0)
+    2.0
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        top = module.split(".")[0]
+        extra = EXTRAS.get(top)
+        what = feature or f"this part of fp8lab"
+        hint = f"pip install 'fp8lab[{extra}]'" if extra else f"pip install {top}"
+        raise ImportError(f"{what} needs {top}, which is not installed: {hint}") from e
+
+
+class LazyModule(ModuleType):
+    """A module stand-in that imports the real module on first attribute access and then delegates to it.
+
+    Attributes are looked up on the real module every time (not copied), so a test that monkeypatches
+    the real module is seen through the stand-in too.
+
+    >>> m = LazyModule("json"); m.dumps([1])
+    '[1]'
+    """
+
+    def __init__(self, name: str, feature: str | None = None) -> None:
+        super().__init__(name)
+        self._feature = feature
+        self._module: ModuleType | None = None
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") and attr.endswith("__") and attr != "__version__":
+            raise AttributeError(attr)  # introspection (doctest, inspect) must not import the real module
+        mod = self._module
+        if mod is None:
+            mod = self._module = require(self.__name__, self._feature)
+        return getattr(mod, attr)
+
+    def __repr__(self) -> str:
+        return f"<lazy module {self.__name__!r}>"
+
+
+#: torch, imported on first use ("torch tensors in fp8lab" need the ``torch`` extra).
+torch = LazyModule("torch", "torch tensor support")
+
+
+def torch_loaded() -> bool:
+    """Whether torch has been imported in this process (then tensors may exist).
+
+    >>> isinstance(torch_loaded(), bool)
+    True
+    """
+    return "torch" in sys.modules
+
+
+def torch_available() -> bool:
+    """Whether torch can be imported (imports it if it is installed).
+
+    >>> isinstance(torch_available(), bool)
+    True
+    """
+    try:
+        importlib.import_module("torch")
+    except ImportError:
+        return False
+    return True
