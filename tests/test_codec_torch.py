@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import fp8lab as fl
-from fp8lab.codec import native
+from fp8lab.codec import disable_paths
 
 from .conftest import ML_DTYPES
 from .test_codec_oracle import e8m0_quirk, edge_inputs
@@ -22,12 +22,11 @@ def sample(name: str) -> np.ndarray:
     return x[~e8m0_quirk(x)] if name == "float8_e8m0fnu" else x
 
 
-@pytest.fixture(params=[(True, True), (False, True), (False, False)], ids=["native-casts", "cpu-via-numpy", "torch-ops"])
-def path(request, monkeypatch):
+@pytest.fixture(params=[(), ("torch_cast",), ("torch_cast", "via_numpy")], ids=["native-casts", "cpu-via-numpy", "torch-ops"])
+def path(request):
     """Each way a tensor can be served: torch's proven casts, the numpy codec (CPU), torch ops (any device)."""
-    monkeypatch.setattr(native, "enabled", request.param[0])
-    monkeypatch.setattr(native, "cpu_via_numpy", request.param[1])
-    return request.param
+    with disable_paths(*request.param):
+        yield request.param
 
 
 @pytest.mark.parametrize("saturate", [False, True])
@@ -49,11 +48,8 @@ def test_torch_path_equals_numpy_path(name, saturate, path):
 def test_agrees_with_torch_native_cast_where_policies_match(name):
     x = torch.from_numpy(sample(name))
     x = x[~torch.isnan(x)]  # NaN payloads differ (torch: 0x7F, ml_dtypes: 0x7E for E5M2)
-    native.enabled = False
-    try:
+    with disable_paths("torch_cast"):
         ours = fl.encode(x, name)
-    finally:
-        native.enabled = True
     theirs = x.to(getattr(torch, name)).view(torch.uint8)
     assert torch.equal(ours, theirs)
 

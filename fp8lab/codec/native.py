@@ -1,93 +1,140 @@
-"""torch's own casts as fast paths, used only where tests prove them bit-identical to our codec.
+"""torch's own casts as a fast path, described as data and made to follow our codec by fix-ups.
 
-Where torch's cast differs (its E4M3FN cast saturates; its E8M0 cast ignores the sign and maps 0
-to 2^-127), a fix-up pass restores our (ml_dtypes) policy or the generic path is used instead.
+torch can cast float32 to seven of our formats. Each :class:`NativeCast` names the torch dtype,
+the format *parameters* it implements (so a user-built format with the same parameters gets the
+same fast path), and how torch's cast departs from our (ml_dtypes') policy, as measured on torch
+2.13 and pinned by tests:
+
+- ``clamps_overflow``: the cast saturates where the format would give NaN (E4M3FN: 500 -> 448);
+- ``canonical_nan``: NaN inputs already come out as our NaN code (False: torch writes another
+  payload, e.g. 0x7F for E5M2 where ml_dtypes writes 0x7E);
+- ``signless``: the cast drops the sign and maps 0 to the smallest code (E8M0: -1 -> 1, 0 -> 2^-127),
+  where the format has no code for them (NaN in ours).
+
+The fix-ups ask the format what the right answer is (``overflow_code``, ``nan_input_code``, ...),
+so no name of a format appears here.
 
 >>> import torch
->>> encode(torch.tensor([1.0, 500.0]), __import__("fp8lab").get_format("e4m3"), False).tolist()
-[56, 127]
+>>> from fp8lab.registry import get_format
+>>> cast_for(get_format("e4m3")).dtype, encode(torch.tensor([1.0, 500.0]), get_format("e4m3"), False).tolist()
+('float8_e4m3fn', [56, 127])
 """
 
 from __future__ import annotations
 
-from ..formats import Format
+from dataclasses import dataclass
+
+from ..formats import FloatFormat, Format
 from .backend import torch
 
-__all__ = ["encode", "quantize", "NATIVE_DTYPES", "enabled", "cpu_via_numpy"]
-
-#: fp8lab format name -> torch dtype name, for formats torch can cast to.
-NATIVE_DTYPES = {
-    "float8_e4m3fn": "float8_e4m3fn",
-    "float8_e5m2": "float8_e5m2",
-    "float8_e4m3fnuz": "float8_e4m3fnuz",
-    "float8_e5m2fnuz": "float8_e5m2fnuz",
-    "float8_e8m0fnu": "float8_e8m0fnu",
-    "bfloat16": "bfloat16",
-    "float16": "float16",
-}
-
-enabled = True  # tests switch this off to compare the generic torch path with the native one
-#: CPU tensors share memory with numpy, so the numpy codec (table look-ups) serves them where torch has
-#: no proven cast; GPU tensors always run the torch version of the algorithm. Tests switch it off.
-cpu_via_numpy = True
+__all__ = ["NativeCast", "NATIVE_CASTS", "cast_for", "encode", "quantize"]
 
 
-def encode(x, fmt: Format, saturate: bool):
-    """Codes of float32 tensor ``x`` via torch's cast, or None where no proven fast path exists.
+@dataclass(frozen=True)
+class NativeCast:
+    """One torch cast: its dtype, the format parameters it implements, and how it departs from our policy.
 
-    >>> encode(torch.tensor([3.0, 0.0]), __import__("fp8lab").get_format("e8m0"), False).tolist()
-    [129, 255]
+    >>> NATIVE_CASTS[0].params
+    (4, 3, 7, True, True, 'fn')
     """
-    name = NATIVE_DTYPES.get(fmt.name)
-    if not enabled or name is None or torch is None:
+
+    dtype: str
+    params: tuple  #: (exponent_bits, mantissa_bits, bias, signed, subnormals, special)
+    clamps_overflow: bool = False
+    canonical_nan: bool = True
+    signless: bool = False
+
+
+#: The casts torch 2.13 has, with their measured departures (tests/test_codec_paths.py proves each).
+NATIVE_CASTS: tuple[NativeCast, ...] = (
+    NativeCast("float8_e4m3fn", (4, 3, 7, True, True, "fn"), clamps_overflow=True),
+    NativeCast("float8_e5m2", (5, 2, 15, True, True, "ieee"), canonical_nan=False),
+    NativeCast("float8_e4m3fnuz", (4, 3, 8, True, True, "fnuz")),
+    NativeCast("float8_e5m2fnuz", (5, 2, 16, True, True, "fnuz")),
+    NativeCast("float8_e8m0fnu", (8, 0, 127, False, False, "fn"), signless=True),
+    NativeCast("bfloat16", (8, 7, 127, True, True, "ieee"), canonical_nan=False),
+    NativeCast("float16", (5, 10, 15, True, True, "ieee"), canonical_nan=False),
+)
+
+
+def params_of(fmt: Format) -> tuple | None:
+    """The parameters that decide a float format's codes (None for integer formats).
+
+    >>> from fp8lab.registry import get_format
+    >>> params_of(get_format("e5m2"))
+    (5, 2, 15, True, True, 'ieee')
+    """
+    if not isinstance(fmt, FloatFormat):
         return None
-    dt = getattr(torch, name)
+    return (fmt.exponent_bits, fmt.mantissa_bits, fmt.bias, fmt.signed, fmt.subnormals, fmt.special)
+
+
+def cast_for(fmt: Format) -> NativeCast | None:
+    """The torch cast implementing ``fmt``'s parameters, or None.
+
+    >>> from fp8lab.formats import FloatFormat
+    >>> cast_for(FloatFormat("my_e4m3", 4, 3, special="fn")).dtype
+    'float8_e4m3fn'
+    """
+    p = params_of(fmt)
+    for c in NATIVE_CASTS:
+        if c.params == p:
+            return c
+    return None
+
+
+def _overflows(ax, fmt: FloatFormat):
+    """Magnitudes that round beyond max (a tie at the threshold goes to the even code)."""
+    thr = fmt.overflow_threshold
+    if fmt.max_code & 1 and fmt.mantissa_bits:
+        return ax >= thr
+    return ax > thr
+
+
+def encode(x, fmt: FloatFormat, saturate: bool):
+    """Codes of float32 tensor ``x`` through torch's cast and the fix-ups its cast needs for ``fmt``.
+
+    >>> from fp8lab.registry import get_format
+    >>> encode(torch.tensor([3.0, 0.0, -1.0]), get_format("e8m0"), False).tolist()
+    [129, 255, 255]
+    """
+    cast = cast_for(fmt)
+    neg = torch.signbit(x)
     isnan = torch.isnan(x)
-    if fmt.bits == 16:
-        codes = x.to(dt).view(torch.int16).to(torch.int32) & 0xFFFF
-        codes = torch.where(isnan, fmt.nan_code | ((x.view(torch.int32) < 0).to(torch.int32) << 15), codes)
-        if saturate:  # overflow and inf become +-max
-            codes = torch.where((codes & 0x7FFF) == fmt.inf_code, (codes & 0x8000) | fmt.max_code, codes)
-        return codes.to(torch.uint16)
-    codes = x.to(dt).view(torch.uint8)
-    if fmt.name == "float8_e4m3fn":
-        if not saturate:  # torch saturates; ml_dtypes turns anything above the rounding threshold into NaN
-            over = x.abs() > fmt.overflow_threshold  # 464 itself ties back to 448 (even mantissa)
-            codes = torch.where(over, codes | 0x7F, codes)
-        return codes
-    if fmt.name == "float8_e5m2":
-        sign = (x.view(torch.int32) < 0).to(torch.uint8) << 7
-        codes = torch.where(isnan, fmt.nan_code | sign, codes)
-        if saturate:
-            codes = torch.where((codes & 0x7F) == fmt.inf_code, (codes & 0x80) | fmt.max_code, codes)
-        return codes
-    if fmt.name == "float8_e8m0fnu":
-        # torch agrees with ml_dtypes on every positive input; it maps 0 to 2^-127 and drops the sign
-        codes = torch.where(x > 0, codes, fmt.nan_code)
-        if saturate:
-            codes = torch.where((codes == fmt.nan_code) & (x > 0), fmt.max_code, codes)
-        return codes
-    if saturate:  # fnuz: torch does not saturate; let the generic path do it
-        return None
-    return codes
+    wide = fmt.bits > 8
+    raw = x.to(getattr(torch, cast.dtype))
+    codes = (raw.view(torch.int16).to(torch.int32) & 0xFFFF) if wide else raw.view(torch.uint8).to(torch.int32)
+    sign = neg.to(torch.int32) << (fmt.bits - 1) if fmt.signed else 0
+    if cast.clamps_overflow and not saturate:
+        over = _overflows(x.abs(), fmt) & ~isnan
+        codes = torch.where(over, fmt.overflow_code(saturate=False) | sign, codes)
+    if not cast.canonical_nan:
+        codes = torch.where(isnan, torch.where(neg, fmt.nan_input_code(True), fmt.nan_input_code(False)), codes)
+    valid = ~isnan
+    if cast.signless:  # negatives and zero have no code in an unsigned format without zero
+        bad = (neg | (x == 0)) & ~isnan
+        codes = torch.where(bad & (x == 0), fmt.zero_input_code, codes)
+        codes = torch.where(bad & (x != 0), fmt.negative_input_code, codes)
+        valid = valid & ~bad
+    if saturate:  # whatever came out as inf or NaN for a valid input was an overflow: clamp it to +-max
+        special = (fmt.is_inf_code(codes) | fmt.is_nan_code(codes)) & valid
+        codes = torch.where(special, fmt.max_code | sign, codes)
+    return codes.to(torch.uint16 if wide else torch.uint8)
 
 
-def quantize(x, fmt: Format, saturate: bool):
-    """``decode(encode(x))`` of float32 tensor ``x`` through torch's casts, or None without a proven path.
+def quantize(x, fmt: FloatFormat, saturate: bool):
+    """``decode(encode(x))`` of float32 tensor ``x`` through torch's casts (values fixed up like the codes).
 
-    >>> quantize(torch.tensor([0.3, 500.0]), __import__("fp8lab").get_format("e4m3"), True).tolist()
+    >>> from fp8lab.registry import get_format
+    >>> quantize(torch.tensor([0.3, 500.0]), get_format("e4m3"), True).tolist()
     [0.3125, 448.0]
     """
-    name = NATIVE_DTYPES.get(fmt.name)
-    if not enabled or name is None or torch is None or fmt.name == "float8_e8m0fnu":
-        return None
-    if "fnuz" in fmt.name and saturate:
-        return None
-    if fmt.name == "float8_e4m3fn" and not saturate and cpu_via_numpy and x.device.type == "cpu":
-        return None  # the fix-up pass costs more than the numpy table look-up here
-    y = x.to(getattr(torch, name)).to(torch.float32)
-    if fmt.name == "float8_e4m3fn" and not saturate:
-        y = torch.where(x.abs() > fmt.overflow_threshold, float("nan"), y)
-    elif saturate and fmt.has_inf:
-        y = torch.clamp(y, -fmt.max, fmt.max)  # inf and overflow to +-max; NaN stays NaN
+    cast = cast_for(fmt)
+    y = x.to(getattr(torch, cast.dtype)).to(torch.float32)
+    if cast.clamps_overflow and not saturate:
+        over = _overflows(x.abs(), fmt) & ~torch.isnan(x)
+        y = torch.where(over, float("inf") if fmt.has_inf else float("nan"), y)
+    if saturate:
+        bad = ~torch.isfinite(y) & ~torch.isnan(x)
+        y = torch.where(bad, torch.where(torch.signbit(x), -fmt.max, fmt.max), y)
     return y

