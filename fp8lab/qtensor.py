@@ -67,8 +67,11 @@ class QTensor:
     tensor_scale: float | None = None
     zero_point: Any = None
     info: dict[str, Any] = field(default_factory=dict)
+    dtype: str = "float32"  #: what :meth:`dequantize` returns: float32, or float64 for float64 sources
 
     def __post_init__(self) -> None:
+        if self.dtype not in ("float32", "float64"):
+            raise ValueError(f"QTensor.dtype is 'float32' or 'float64', got {self.dtype!r}")
         self.format = get_format(self.format)
         self.scale_format = get_format(self.scale_format)
         shape = tuple(self.codes.shape)
@@ -119,15 +122,21 @@ class QTensor:
         return expand_blocks(self.scales, self.block, self.shape)
 
     def dequantize(self):
-        """Float32 values ``decode(codes) * scales`` with the tensor's shape (numpy or torch).
+        """Values ``decode(codes) * scales`` with the tensor's shape (numpy or torch), in :attr:`dtype`.
+
+        A tensor quantized from float64 dequantizes in float64, so values beyond float32's range
+        (whose scale float32 holds) come back.
 
         >>> QTensor(np.array([56], np.uint8), np.array([2.0], np.float32), "e4m3").dequantize().tolist()
         [2.0]
         """
         v = self.values()
+        s = self.expanded_scales()
+        if self.dtype == "float64":
+            v, s = (t.double() for t in (v, s)) if is_torch(v) else (v.astype(np.float64), s.astype(np.float64))
         if self.zero_point is not None:
             v = v - expand_blocks(self.zero_point, self.block, self.shape)
-        return v * self.expanded_scales()
+        return v * s
 
     @property
     def nbytes(self) -> int:

@@ -415,7 +415,10 @@ def test_scalars_empty_and_nd():
     q = quantize_tensor(x, "e4m3", BlockScaling((128, 128)))
     assert q.block == (1, 128, 128) and q.scales.shape == (2, 1, 2)
     assert quantize_tensor(x[0, 0], "e4m3", BlockScaling((1, 128))).scales.shape == (2,)
-    assert quantize_tensor([1.0, 2.0], "e4m3").dequantize().tolist() == [1.0, 2.0]
+    assert quantize_tensor(np.array([1.0, 2.0], F32), "e4m3").dequantize().tolist() == [1.0, 2.0]
+    q = quantize_tensor([1.0, 2.0], "e4m3")  # a list is float64: scaled and dequantized in float64
+    assert q.dequantize().dtype == np.float64
+    assert q.dequantize().tolist() == (decode(q.codes, q.format).astype(np.float64) * np.float64(q.scales[0])).tolist()
 
 
 def test_clear_errors():

@@ -152,8 +152,9 @@ def finalize(x: Any, fmt: Format, recipe: "Recipe", block: tuple[int, ...], stat
     if stats.any_nonfinite:
         info["nonfinite_mask"] = stats.nonfinite
     info.update(ss.info)
+    dtype = "float64" if str(x.dtype).removeprefix("torch.") == "float64" else "float32"
     return QTensor(codes, s_x, fmt, scaling=recipe, block=block, scale_format=ss.scale_format,
-                   tensor_scale=ss.tensor_scale, zero_point=zp_x, info=info)
+                   tensor_scale=ss.tensor_scale, zero_point=zp_x, info=info, dtype=dtype)
 
 
 class Recipe:

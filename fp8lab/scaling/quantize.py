@@ -48,7 +48,7 @@ def get_recipe(name: "str | Recipe") -> Recipe:
     """A recipe from its name (see :data:`RECIPE_NAMES`); a recipe object passes through.
 
     >>> get_recipe("128x128")
-    BlockScaling(block=(128, 128), pow2=False)
+    BlockScaling(block=(128, 128), pow2=False, margin=0)
     """
     if isinstance(name, type):
         raise TypeError(f"pass a recipe object such as {name.__name__}(), not the class {name.__name__}")
@@ -63,12 +63,21 @@ def get_recipe(name: "str | Recipe") -> Recipe:
     return RECIPE_NAMES[key]()
 
 
-def _as_float32(x: Any) -> Any:
-    """A contiguous float32 array/tensor from ``x``, with a clear error for what cannot be quantized."""
+def _as_float(x: Any) -> Any:
+    """A contiguous float array/tensor from ``x``: float64 stays float64, anything else becomes float32.
+
+    Statistics and ``x / scale`` are computed in that precision, so float64 values beyond float32's
+    range still get the right scale (the codes are cast from the scaled values, which fit).
+    """
     if is_torch(x):
         if x.is_complex() or x.dtype == torch.bool:
             raise TypeError(f"quantize_tensor needs real numbers, got a tensor of {x.dtype}")
-        return x.detach().to(torch.float32).contiguous()
+        if x.device.type == "meta":
+            raise ValueError("quantize_tensor computes scales from the values, and a tensor on the meta device has "
+                             "none; fp8lab.encode/decode/quantize give shape-only results for meta tensors")
+        x = x.detach()
+        want = torch.float64 if x.dtype == torch.float64 else torch.float32
+        return x.to(want).contiguous()
     try:
         arr = np.asarray(x)
     except ValueError as e:  # ragged nested lists
@@ -77,7 +86,7 @@ def _as_float32(x: Any) -> Any:
         raise TypeError("quantize_tensor needs real numbers; pass the real and imaginary parts separately")
     if arr.dtype.kind not in "fiub" and arr.dtype.type.__module__ != "ml_dtypes":
         raise TypeError(f"quantize_tensor needs an array of real numbers (float, int or bool), got dtype {arr.dtype}")
-    return np.asarray(arr, dtype=np.float32, order="C")  # (ascontiguousarray would make 0-d 1-d)
+    return np.asarray(arr, dtype=np.float64 if arr.dtype == np.float64 else np.float32, order="C")
 
 
 def quantize_tensor(x: Any, fmt: "str | Format | None" = None, recipe: "Recipe | str | None" = None) -> QTensor:
@@ -99,10 +108,10 @@ def quantize_tensor(x: Any, fmt: "str | Format | None" = None, recipe: "Recipe |
     recipe = TensorScaling() if recipe is None else get_recipe(recipe)
     fmt = get_format(recipe.default_format if fmt is None else fmt)
     recipe.check_format(fmt)
-    xf = _as_float32(x)
+    xf = _as_float(x)
     if xf.ndim > 0:
         return recipe.quantize(xf, fmt)
     q = recipe.quantize(xf.reshape(1), fmt)  # a 0-d input is quantized as one element
     zp = q.zero_point.reshape(()) if q.zero_point is not None else None
     return QTensor(q.codes.reshape(()), q.scales.reshape(()), q.format, scaling=q.scaling, block=(),
-                   scale_format=q.scale_format, tensor_scale=q.tensor_scale, zero_point=zp, info=q.info)
+                   scale_format=q.scale_format, tensor_scale=q.tensor_scale, zero_point=zp, info=q.info, dtype=q.dtype)

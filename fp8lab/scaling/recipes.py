@@ -22,17 +22,22 @@ from ..codec.backend import is_torch, torch
 from ..formats import Format
 from .base import BlockStats, Recipe, ScaleSet
 from .blocks import axis_block, check_block, normalize_block, whole_block
-from .fields import check_bool, check_int
-from .scales import float_scales
+from ..validation import check_bool, check_int, check_real
+from .scales import MARGIN_LIMIT, float_scales
 
 __all__ = ["TensorScaling", "AxisScaling", "BlockScaling", "PercentileScaling", "percentile_abs"]
 
 
 class _FloatScaled(Recipe):
-    """Shared ``compute_scales`` of the recipes whose scale is ``amax * 2^margin / fmt.max``."""
+    """Shared checks and ``compute_scales`` of the recipes whose scale is ``amax * 2^margin / fmt.max``."""
 
     margin: int = 0
     pow2: bool = False
+
+    def _check_scale_fields(self) -> None:
+        owner = type(self).__name__
+        check_int(owner, "margin", self.margin, minimum=-MARGIN_LIMIT, maximum=MARGIN_LIMIT)
+        check_bool(owner, "pow2", self.pow2)
 
     def compute_scales(self, amax: np.ndarray, fmt: Format) -> ScaleSet:
         """Float32 (or power-of-two, stored as UE8M0) scales from the per-block amax.
@@ -65,8 +70,7 @@ class TensorScaling(_FloatScaled):
     pow2: bool = False
 
     def __post_init__(self) -> None:
-        check_int("TensorScaling", "margin", self.margin)
-        check_bool("TensorScaling", "pow2", self.pow2)
+        self._check_scale_fields()
 
     def block_for(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The whole tensor is one block.
@@ -88,6 +92,8 @@ class AxisScaling(_FloatScaled):
         ``torch._scaled_mm``'s row-wise mode takes.
     pow2
         Round each scale up to a power of two (UE8M0).
+    margin
+        Headroom in powers of two, as in :class:`TensorScaling`.
 
     >>> AxisScaling(axis=0).block_for((4, 8)), AxisScaling().block_for((2, 3, 8))
     ((4, 1), (1, 1, 8))
@@ -95,10 +101,11 @@ class AxisScaling(_FloatScaled):
 
     axis: int = -1
     pow2: bool = False
+    margin: int = 0
 
     def __post_init__(self) -> None:
         check_int("AxisScaling", "axis", self.axis)
-        check_bool("AxisScaling", "pow2", self.pow2)
+        self._check_scale_fields()
 
     def block_for(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """Block 1 everywhere except the whole extent along ``axis``.
@@ -121,6 +128,8 @@ class BlockScaling(_FloatScaled):
     pow2
         Round each scale up to a power of two, the UE8M0 scale format of DeepSeek-V3.1 and of
         DeepGEMM on newer GPUs (Transformer Engine's ``Float8BlockScaling`` default too).
+    margin
+        Headroom in powers of two, as in :class:`TensorScaling`.
 
     >>> BlockScaling((128, 128)).block_for((256, 300)), BlockScaling().block_for((4, 2, 256))
     ((128, 128), (1, 1, 128))
@@ -128,10 +137,11 @@ class BlockScaling(_FloatScaled):
 
     block: tuple[int, ...] = (1, 128)
     pow2: bool = False
+    margin: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "block", check_block(self.block, "BlockScaling.block"))
-        check_bool("BlockScaling", "pow2", self.pow2)
+        self._check_scale_fields()
 
     def block_for(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """``block`` fitted to the tensor's number of dimensions.
@@ -154,7 +164,7 @@ def percentile_abs(x: Any, p: float) -> float:
         a = x.detach().abs().reshape(-1)
         a = a[torch.isfinite(a)]
     else:
-        a = np.abs(np.asarray(x, dtype=np.float32)).reshape(-1)
+        a = np.abs(np.asarray(x, dtype=np.float64 if np.asarray(x).dtype == np.float64 else np.float32)).reshape(-1)
         a = a[np.isfinite(a)]
     n = int(a.shape[0])
     if n == 0:
@@ -184,6 +194,8 @@ class PercentileScaling(_FloatScaled):
         tensor is not all zero, the amax is used instead (so not everything flushes to zero).
     pow2
         Round the scale up to a power of two (UE8M0).
+    margin
+        Headroom in powers of two, as in :class:`TensorScaling`.
 
     >>> import numpy as np
     >>> x = np.array([0.1] * 99 + [100.0], np.float32)
@@ -194,11 +206,13 @@ class PercentileScaling(_FloatScaled):
 
     p: float = 99.99
     pow2: bool = False
+    margin: int = 0
 
     def __post_init__(self) -> None:
-        if isinstance(self.p, bool) or not isinstance(self.p, (int, float, np.floating, np.integer)) or not 0 < self.p <= 100:
+        check_real("PercentileScaling", "p", self.p, minimum=0, maximum=100)
+        if not self.p > 0:
             raise ValueError(f"PercentileScaling.p is a percentile in (0, 100], got {self.p!r}")
-        check_bool("PercentileScaling", "pow2", self.pow2)
+        self._check_scale_fields()
 
     def block_for(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The whole tensor is one block.

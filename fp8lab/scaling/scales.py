@@ -19,13 +19,33 @@ import numpy as np
 
 from ..registry import get_format
 
-__all__ = ["round_up_float32", "pow2_ceil", "float_scales", "E8M0_MIN_EXP", "E8M0_MAX_EXP", "F32_TINY"]
+__all__ = ["round_up_float32", "pow2_ceil", "float_scales", "check_scale_range", "E8M0_MIN_EXP", "E8M0_MAX_EXP",
+           "F32_TINY", "MARGIN_LIMIT"]
 
 _E8M0 = get_format("e8m0")
 E8M0_MIN_EXP = int(math.log2(_E8M0.min_normal))  #: smallest power of two a UE8M0 scale holds (-127, code 0x00)
 E8M0_MAX_EXP = int(math.log2(_E8M0.max))  #: largest (127, code 0xFE; 0xFF is NaN)
 F32_TINY = float(np.finfo(np.float32).tiny)  #: smallest normal float32, the floor of a float scale
 _F32_MAX = float(np.finfo(np.float32).max)
+#: A margin beyond float32's whole exponent span (smallest subnormal to largest value) cannot give a float32 scale.
+MARGIN_LIMIT = int(np.log2(_F32_MAX)) + 1 - int(np.log2(float(np.finfo(np.float32).smallest_subnormal)))
+
+
+def check_scale_range(s: np.ndarray, what: str = "the scale") -> None:
+    """Raise a clear ValueError if a finite scale is beyond float32's range (it would be clipped silently).
+
+    Only float64 inputs beyond float32's range (or extreme margins) get here.
+
+    >>> check_scale_range(np.array([1e39]), "amax 4.5e41 / 448")
+    Traceback (most recent call last):
+    ...
+    ValueError: amax 4.5e41 / 448 needs a scale of 1e+39, beyond float32's range (max 3.4028234663852886e+38), which scales are stored in; scale the input down first
+    """
+    s = np.asarray(s, dtype=np.float64)
+    big = np.isfinite(s) & (s > _F32_MAX)
+    if big.any():
+        raise ValueError(f"{what} needs a scale of {float(s[big].max()):.4g}, beyond float32's range "
+                         f"(max {_F32_MAX!r}), which scales are stored in; scale the input down first")
 
 
 def round_up_float32(s: np.ndarray) -> np.ndarray:
@@ -69,7 +89,11 @@ def float_scales(amax: np.ndarray, fmt_max: float, *, margin: float = 0, pow2: b
     amax = np.asarray(amax, dtype=np.float64)
     zero = ~(amax > 0)  # zero, or NaN (a block with no finite values)
     s = np.where(zero, 1.0, amax) * (2.0**margin) / float(fmt_max)
+    check_scale_range(s, f"amax {float(amax.max(initial=0.0)):.4g} with margin {margin} and format max {fmt_max:g}")
     if pow2:
+        if np.any(np.isfinite(s) & (s > 2.0**E8M0_MAX_EXP)):
+            raise ValueError(f"amax {float(amax.max(initial=0.0)):.4g} needs a power-of-two scale above "
+                             f"2^{E8M0_MAX_EXP}, the largest UE8M0 holds; scale the input down first")
         s = pow2_ceil(s)
     else:
         s = np.clip(s, F32_TINY, _F32_MAX)
