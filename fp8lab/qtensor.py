@@ -25,6 +25,7 @@ from .codec import decode
 from .codec.backend import is_torch, torch
 from .formats import Format
 from .registry import get_format
+from .validation import check_block
 
 __all__ = ["QTensor", "expand_blocks"]
 
@@ -76,8 +77,8 @@ class QTensor:
         self.scale_format = get_format(self.scale_format)
         shape = tuple(self.codes.shape)
         if not self.block:
-            self.block = shape  # one scale for everything
-        self.block = tuple(int(b) for b in self.block)
+            self.block = tuple(max(n, 1) for n in shape)  # one scale for everything
+        self.block = check_block(self.block, "QTensor.block", allow_empty=not shape)
         if len(self.block) != len(shape):
             raise ValueError(f"block {self.block} needs one entry per dimension of codes {shape}")
         want = tuple(math.ceil(n / b) if n else 0 for n, b in zip(shape, self.block))

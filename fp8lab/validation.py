@@ -18,7 +18,7 @@ import math
 import numbers
 from typing import Any, Iterable
 
-__all__ = ["check_int", "check_bool", "check_real", "check_choice", "check_str", "lookup_key"]
+__all__ = ["check_int", "check_bool", "check_real", "check_choice", "check_str", "check_block", "lookup_key"]
 
 
 def _is_int(value: Any) -> bool:
@@ -123,6 +123,27 @@ def check_str(owner: str, name: str, value: Any) -> str:
     if not value.strip():
         raise ValueError(f"{owner}.{name} must not be empty")
     return value
+
+
+def check_block(block: Any, owner: str = "a block", *, allow_empty: bool = False) -> tuple[int, ...]:
+    """``block`` as a tuple of positive ints, or a TypeError (not a tuple of ints) / ValueError (not positive).
+
+    >>> check_block([1, 128])
+    (1, 128)
+    >>> check_block((2.5, 3), "QTensor.block")
+    Traceback (most recent call last):
+    ...
+    TypeError: QTensor.block is a tuple of positive ints such as (1, 128), got (2.5, 3)
+    """
+    try:
+        b = tuple(block)
+    except TypeError:
+        raise TypeError(f"{owner} is a tuple of positive ints such as (1, 128), got {block!r}") from None
+    if any(not _is_int(v) for v in b):
+        raise TypeError(f"{owner} is a tuple of positive ints such as (1, 128), got {block!r}")
+    if (not b and not allow_empty) or any(v < 1 for v in b):
+        raise ValueError(f"{owner} is a non-empty tuple of positive ints such as (1, 128), got {block!r}")
+    return tuple(int(v) for v in b)
 
 
 def lookup_key(name: str) -> str:

@@ -20,24 +20,10 @@ from typing import Any
 import numpy as np
 
 from ..codec.backend import is_torch, torch
+from ..validation import check_block
 
 __all__ = ["check_block", "normalize_block", "whole_block", "axis_block", "num_blocks", "pad_to_blocks", "block_reduce",
            "apply_scales", "to_numpy", "like"]
-
-
-def check_block(block: Any, owner: str = "a block") -> tuple[int, ...]:
-    """``block`` as a non-empty tuple of positive ints, or a clear error naming ``owner``.
-
-    >>> check_block([1, 128])
-    (1, 128)
-    """
-    try:
-        b = tuple(block)
-    except TypeError:
-        raise TypeError(f"{owner} is a tuple of positive ints such as (1, 128), got {block!r}") from None
-    if not b or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in b):
-        raise ValueError(f"{owner} is a non-empty tuple of positive ints such as (1, 128), got {block!r}")
-    return tuple(int(v) for v in b)
 
 
 def whole_block(shape: tuple[int, ...]) -> tuple[int, ...]:

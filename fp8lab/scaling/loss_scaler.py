@@ -27,6 +27,9 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..codec.backend import is_torch, torch
+from ..validation import check_int, check_real
+
+_F32_MAX = float(np.finfo(np.float32).max)
 
 __all__ = ["LossScaler", "has_inf_or_nan"]
 
@@ -76,19 +79,20 @@ class LossScaler:
 
     def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
                  growth_interval: int = 2000) -> None:
-        if not (isinstance(init_scale, (int, float)) and math.isfinite(init_scale) and init_scale > 0):
-            raise ValueError(f"init_scale must be a positive finite number, got {init_scale!r}")
-        if not growth_factor > 1.0:
-            raise ValueError(f"growth_factor must be > 1 (GradScaler's rule), got {growth_factor!r}")
-        if not 0.0 < backoff_factor < 1.0:
-            raise ValueError(f"backoff_factor must be between 0 and 1, got {backoff_factor!r}")
-        if isinstance(growth_interval, bool) or not isinstance(growth_interval, (int, np.integer)) or growth_interval < 1:
-            raise ValueError(f"growth_interval must be a positive int, got {growth_interval!r}")
-        self.init_scale = float(init_scale)
-        self.growth_factor = float(growth_factor)
-        self.backoff_factor = float(backoff_factor)
-        self.growth_interval = int(growth_interval)
-        self._scale = float(np.float32(init_scale))
+        init = check_real("LossScaler", "init_scale", init_scale, positive=True)
+        with np.errstate(over="ignore"):
+            init32 = float(np.float32(init))
+        if not math.isfinite(init32):
+            raise ValueError(f"LossScaler.init_scale must fit in float32 (at most {_F32_MAX!r}), which the scale is "
+                             f"stored in, got {init_scale!r}")
+        growth_factor = check_real("LossScaler", "growth_factor", growth_factor, minimum=1.0, exclusive=True)
+        backoff_factor = check_real("LossScaler", "backoff_factor", backoff_factor, minimum=0.0, maximum=1.0, exclusive=True)
+        growth_interval = check_int("LossScaler", "growth_interval", growth_interval, minimum=1)
+        self.init_scale = init
+        self.growth_factor = growth_factor
+        self.backoff_factor = backoff_factor
+        self.growth_interval = growth_interval
+        self._scale = init32
         self.growth_tracker = 0  #: clean steps since the last growth or overflow
         self.skipped_steps = 0  #: steps skipped because of inf/NaN gradients
 
@@ -125,7 +129,8 @@ class LossScaler:
         """
         if is_torch(grads) or isinstance(grads, np.ndarray):
             grads = [grads]
-        inv = float(np.float32(1.0 / self._scale))
+        # float32(1 / scale) as GradScaler computes it; a scale that underflowed to 0 gives inf (as torch does)
+        inv = float(np.float32(1.0 / self._scale)) if self._scale != 0 else math.inf
         found = False
         for g in grads:
             if g is None:
