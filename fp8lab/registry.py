@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from .formats import FloatFormat, Format, IntFormat
+from .validation import lookup_key
 
 __all__ = ["get_format", "list_formats", "register_format", "FORMATS"]
 
@@ -49,9 +50,6 @@ FORMATS: tuple[Format, ...] = (
 _BY_NAME: dict[str, Format] = {}
 
 
-def _key(name: str) -> str:
-    return name.strip().lower().replace("-", "_")
-
 
 def register_format(fmt: Format) -> Format:
     """Make ``fmt`` available to :func:`get_format` under its name and aliases.
@@ -60,7 +58,7 @@ def register_format(fmt: Format) -> Format:
     30.0
     """
     for n in (fmt.name, *fmt.aliases):
-        k = _key(n)
+        k = lookup_key(n)
         if k in _BY_NAME and _BY_NAME[k] != fmt:
             raise ValueError(f"the name {n!r} is already used by {_BY_NAME[k].name}")
         _BY_NAME[k] = fmt
@@ -87,7 +85,7 @@ def get_format(name: "str | Format") -> Format:
         return name
     if not isinstance(name, str):
         raise TypeError(f"a format is a name (str) or a FloatFormat/IntFormat, got {type(name).__name__}")
-    k = _key(name)
+    k = lookup_key(name)
     if k in _BY_NAME:
         return _BY_NAME[k]
     m = _EXMY.match(k)

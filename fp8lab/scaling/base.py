@@ -31,7 +31,7 @@ even for tensors on a GPU.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -165,14 +165,24 @@ class Recipe:
     :meth:`quantize`.
 
     >>> from fp8lab.scaling.recipes import BlockScaling
-    >>> BlockScaling().block_for((4, 256)), BlockScaling().default_format
-    ((1, 128), 'e4m3')
+    >>> BlockScaling().block_for((4, 256)), BlockScaling().default_format.name
+    ((1, 128), 'float8_e4m3fn')
     """
 
-    #: format used when ``quantize_tensor`` is given no format
-    default_format: str = "e4m3"
+    #: name of the format used when ``quantize_tensor`` is given none (see :attr:`default_format`)
+    default_format_name: ClassVar[str] = "e4m3"
     #: a block holding inf or NaN gets a NaN scale (MX, NVFP4) instead of the general policy
     nonfinite_scale_nan: bool = False
+
+    @property
+    def default_format(self) -> Format:
+        """The element format ``quantize_tensor`` uses when it is given none.
+
+        >>> from fp8lab.scaling.nvfp4 import NVFP4Scaling
+        >>> NVFP4Scaling().default_format.name
+        'float4_e2m1fn'
+        """
+        return get_format(self.default_format_name)
 
     def block_for(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The block (one entry per dimension) this recipe cuts a tensor of ``shape`` into.

@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 
 from ..codec import quantize
 from ..registry import get_format
+from ..tables import format_table
 from .data import llm_activations
 from .delayed import DelayedScaling
 from .integer import IntScaling
@@ -58,11 +59,11 @@ DEFAULT_RECIPES: list[RecipeSpec] = [
     ("INT4 g128", "int4", lambda: IntScaling(bits=4, group_size=128)),
 ]
 
-#: Columns of a row in table order: key, header, width, number format ("" for text, left-aligned).
-COLUMNS: list[tuple[str, str, int, str]] = [
-    ("recipe", "recipe", 20, ""), ("format", "format", 6, ""), ("bits_per_element", "bits/el", 7, ".3f"),
-    ("melem_per_s", "Melem/s", 8, ".1f"), ("ratio_to_cast", "x cast", 6, ".2f"), ("mean_rel_err", "mean rel", 9, ".2e"),
-    ("max_rel_err", "max rel", 8, ".2e"), ("sqnr_db", "SQNR dB", 7, ".2f"), ("saturated_blocks", "clipped", 7, "d"),
+#: Columns of a row in table order: key, header, number format ("" for text, left-aligned).
+COLUMNS: list[tuple[str, str, str]] = [
+    ("recipe", "recipe", ""), ("format", "format", ""), ("bits_per_element", "bits/el", ".3f"),
+    ("melem_per_s", "Melem/s", ".1f"), ("ratio_to_cast", "x cast", ".2f"), ("mean_rel_err", "mean rel", ".2e"),
+    ("max_rel_err", "max rel", ".2e"), ("sqnr_db", "SQNR dB", ".2f"), ("saturated_blocks", "clipped", "d"),
 ]
 
 
@@ -128,12 +129,8 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> str:
 
     >>> print(comparison_table([{"recipe": "r", "format": "e4m3", "bits_per_element": 8.0, "melem_per_s": 1.0,
     ...     "ratio_to_cast": 1.0, "mean_rel_err": 0.01, "max_rel_err": 1.0, "sqnr_db": 30.0, "saturated_blocks": 0}]).splitlines()[2])
-    r                    e4m3     8.000      1.0   1.00  1.00e-02 1.00e+00   30.00       0
+    r       e4m3      8.000      1.0    1.00  1.00e-02  1.00e+00    30.00        0
     """
-    def cell(value: Any, width: int, spec: str) -> str:
-        return f"{value:<{width}}" if not spec else f"{value:>{width}{spec}}"
-
-    head = " ".join(cell(h, w, "") if not spec else h.rjust(w) for _, h, w, spec in COLUMNS)
-    lines = [head, "-" * len(head)]
-    lines += [" ".join(cell(r[k], w, spec) for k, _, w, spec in COLUMNS) for r in rows]
-    return "\n".join(lines)
+    align = "".join("r" if spec else "l" for _, _, spec in COLUMNS)
+    return format_table([h for _, h, _ in COLUMNS], [[r[k] for k, _, _ in COLUMNS] for r in rows],
+                        align=align, specs=[spec for _, _, spec in COLUMNS])

@@ -73,7 +73,7 @@ class IntScaling(Recipe):
         check_int("IntScaling", "group_size", self.group_size, minimum=1, optional=True)
 
     @property
-    def default_format(self) -> Format:  # type: ignore[override]
+    def default_format(self) -> Format:
         """``int{bits}`` (symmetric) or ``uint{bits}`` (asymmetric).
 
         >>> IntScaling(bits=4, symmetric=False).default_format.name

@@ -53,7 +53,7 @@ class NVFP4Scaling(Recipe):
     block_size: int = 16
     axis: int = -1
 
-    default_format = "fp4"
+    default_format_name = "fp4"
     nonfinite_scale_nan = True
 
     def __post_init__(self) -> None:

@@ -17,6 +17,7 @@ from ..codec.backend import is_torch, torch
 from ..formats import Format
 from ..qtensor import QTensor
 from ..registry import get_format
+from ..validation import lookup_key
 from .base import Recipe
 from .integer import IntScaling
 from .mx import MXScaling
@@ -57,7 +58,7 @@ def get_recipe(name: "str | Recipe") -> Recipe:
     if not isinstance(name, str):
         raise TypeError(f"a recipe is a Recipe object (TensorScaling(), BlockScaling((1, 128)), MXScaling(), ...) "
                         f"or one of the names {sorted(RECIPE_NAMES)}; got {type(name).__name__}")
-    key = name.strip().lower().replace("-", "_")
+    key = lookup_key(name)
     if key not in RECIPE_NAMES:
         raise ValueError(f"unknown recipe {name!r}; known names: {', '.join(sorted(RECIPE_NAMES))}")
     return RECIPE_NAMES[key]()

@@ -36,7 +36,7 @@ from .models import get_model, list_models
 from .params import param_count
 from .units import GB, GiB
 
-__all__ = ["register", "parse_count", "print_table"]
+__all__ = ["register", "parse_count", "positive_int", "print_table"]
 
 _SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
 
@@ -53,11 +53,28 @@ def parse_count(text: str) -> int:
     value = float(m.group(1)) * _SUFFIX[m.group(2)]
     if not math.isfinite(value) or value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive count, got {text!r}")
-    return round(value)
+    if not float(value).is_integer():
+        raise argparse.ArgumentTypeError(f"a parameter count is a whole number (7e9, 7.5B), got {text!r}")
+    return int(value)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1 (so a bad value is reported before anything is printed).
+
+    >>> positive_int("4096")
+    4096
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], file=None) -> None:
-    """Print rows under headers (``fp8lab.tables`` layout), numbers right-aligned with thousands separators.
+    """Print rows under headers with :func:`fp8lab.tables.format_table`, numbers right-aligned with separators.
 
     >>> print_table(["dtype", "bytes"], [["bf16", 2048], ["fp8", 1024]])
     dtype  bytes
@@ -65,9 +82,7 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], file=N
     bf16   2,048
     fp8    1,024
     """
-    align = "".join("r" if rows and all(not isinstance(r[i], str) for r in rows) else "l"
-                    for i in range(len(headers)))
-    print(format_table(headers, [[_cell(c) for c in r] for r in rows], align=align), file=file or sys.stdout)
+    print(format_table(headers, rows, align="auto", cell_text=_cell), file=file or sys.stdout)
 
 
 def _cell(c: object) -> str:
@@ -120,23 +135,29 @@ def _fit(args: argparse.Namespace) -> int:
     """What fits on a GPU: one report, or a table over all GPUs when --gpu is not given."""
     common = dict(seq_len=args.seq, batch=args.batch, weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype,
                   num_gpus=args.num_gpus, utilization=args.utilization)
-    print(_describe(args.model))
-    if args.gpu:
+    if args.gpu:  # compute first, so that bad arguments print nothing but the error
         g = get_gpu(args.gpu)
+        r = fit_report(args.model, g, **common)
+        print(_describe(args.model))
         smi = f"; nvidia-smi reports {g.nvidia_smi_total_mib:,} MiB" if g.nvidia_smi_total_mib else ""
         print(f"{g.full_name}: sold as {g.marketed}, which is {g.memory_gib:g} GiB = {g.memory_gb:.2f} GB{smi}")
-        print(f"budget = {args.num_gpus} x memory x utilization {args.utilization:g}; GB = 10^9 bytes, GiB = 2^30 bytes\n")
-        r = fit_report(args.model, g, **common)
+        print(f"budget = {args.num_gpus} x {g.budget_source} x utilization {args.utilization:g}; "
+              "GB = 10^9 bytes, GiB = 2^30 bytes\n")
         print_table(["item", "value"], r.rows())
         return 0
-    print(f"weights in {args.weights_dtype}, KV cache in {args.kv_dtype}, {args.seq:,} tokens x batch {args.batch}, "
-          f"{args.num_gpus} GPU(s) each, utilization {args.utilization:g}; GB = 10^9 bytes, GiB = 2^30 bytes\n")
     rows = []
     for name in list_gpus():
         r = fit_report(args.model, name, **common)
         ctx = "inf" if r.max_context == math.inf else r.max_context
         rows.append([name, r.budget_bytes / GB, r.budget_bytes / GiB, r.weights_bytes / GB,
                      "yes" if r.fits else "no", ctx, r.max_batch])
+    limit = get_model(args.model).max_position_embeddings
+    print(_describe(args.model))
+    print(f"weights in {args.weights_dtype}, KV cache in {args.kv_dtype}, {args.seq:,} tokens x batch {args.batch}, "
+          f"{args.num_gpus} GPU(s) each, utilization {args.utilization:g}; budget: the driver's total where recorded; "
+          "GB = 10^9 bytes, GiB = 2^30 bytes")
+    print("max context is what memory allows; the model itself was trained for "
+          + (f"{limit:,} tokens (max_position_embeddings)\n" if limit else "a length its preset does not record\n"))
     print_table(["gpu", "budget GB", "budget GiB", "weights GB", "fits", "max context", "max batch"], rows)
     return 0
 
@@ -158,12 +179,12 @@ def _memory(args: argparse.Namespace) -> int:
                     [[r["component"], r["dtype"], r["kind"], r["bytes_per_param"], r["bytes"], r["GB"], r["GiB"]]
                      for r in m.rows()])
         return 0
-    print(f"Training memory for {what}{zero}, per GPU: weights, gradients and optimizer states "
-          "(activations not included); GB = 10^9 bytes, GiB = 2^30 bytes\n")
     rows = []
     for name in list_training_recipes():
         m = training_memory(params, name, num_gpus=args.num_gpus, zero_stage=args.zero_stage)
         rows.append([name, m.recipe.bytes_per_param, m.bytes_per_param, m.total_bytes, m.gb, m.gib])
+    print(f"Training memory for {what}{zero}, per GPU: weights, gradients and optimizer states "
+          "(activations not included); GB = 10^9 bytes, GiB = 2^30 bytes\n")
     print_table(["recipe", "bytes/param", "bytes/param/GPU", "bytes/GPU", "GB", "GiB"], rows)
     return 0
 
@@ -181,25 +202,25 @@ def register(subparsers) -> None:
     kv = subparsers.add_parser("kv", help="KV-cache size of a model over dtypes",
                                description=f"KV-cache size (K and V, all layers). Models: {models}")
     kv.add_argument("--model", required=True, help="preset name or Hugging Face id, e.g. llama-3-70b")
-    kv.add_argument("--seq", type=int, default=4096, help="tokens per sequence (default 4096)")
-    kv.add_argument("--batch", type=int, default=1, help="sequences (default 1)")
+    kv.add_argument("--seq", type=positive_int, default=4096, help="tokens per sequence (default 4096)")
+    kv.add_argument("--batch", type=positive_int, default=1, help="sequences (default 1)")
     kv.add_argument("--dtype", action="append", help="format name(s), repeat or comma-separate; "
                     "default: float32, bf16, fp8, e5m2, fp4")
     kv.add_argument("--scales", choices=["none", *SCALE_GRANULARITIES], default="none",
                     help="scale granularity for formats under 16 bits (default none)")
     kv.add_argument("--scale-dtype", default="float32", help="format of the scales (default float32)")
-    kv.add_argument("--block-size", type=int, default=None, help="elements per scale for --scales block")
+    kv.add_argument("--block-size", type=positive_int, default=None, help="elements per scale for --scales block")
     kv.set_defaults(func=_kv, command="kv")
 
     fit = subparsers.add_parser("fit", help="longest context / largest batch that fits on a GPU",
                                 description=f"What fits on a GPU after the weights. GPUs: {', '.join(list_gpus())}")
     fit.add_argument("--model", required=True, help="preset name, e.g. llama-3-70b")
     fit.add_argument("--gpu", default=None, help="GPU name (default: a table over all GPUs)")
-    fit.add_argument("--num-gpus", type=int, default=1, help="GPUs pooled by tensor parallelism (default 1)")
+    fit.add_argument("--num-gpus", type=positive_int, default=1, help="GPUs pooled by tensor parallelism (default 1)")
     fit.add_argument("--weights-dtype", default="bf16", help="format of the weights (default bf16)")
     fit.add_argument("--kv-dtype", default="bf16", help="format of the KV cache (default bf16)")
-    fit.add_argument("--seq", type=int, default=4096, help="tokens per sequence for max batch (default 4096)")
-    fit.add_argument("--batch", type=int, default=1, help="sequences for max context (default 1)")
+    fit.add_argument("--seq", type=positive_int, default=4096, help="tokens per sequence for max batch (default 4096)")
+    fit.add_argument("--batch", type=positive_int, default=1, help="sequences for max context (default 1)")
     fit.add_argument("--utilization", type=float, default=1.0,
                      help="fraction of GPU memory to use (vLLM's default is 0.9; default here 1.0)")
     fit.set_defaults(func=_fit, command="fit")
@@ -210,6 +231,6 @@ def register(subparsers) -> None:
     what.add_argument("--params", type=parse_count, help="parameter count, e.g. 7e9 or 70B")
     what.add_argument("--model", help="preset name; its parameter count is computed")
     mem.add_argument("--recipe", default=None, help="recipe name (default: a table over all recipes)")
-    mem.add_argument("--num-gpus", type=int, default=1, help="data-parallel GPUs (default 1)")
+    mem.add_argument("--num-gpus", type=positive_int, default=1, help="data-parallel GPUs (default 1)")
     mem.add_argument("--zero-stage", type=int, default=0, choices=[0, 1, 2, 3], help="ZeRO stage (default 0)")
     mem.set_defaults(func=_memory, command="memory")

@@ -1,12 +1,13 @@
 """GPUs and their memory, with the marketed "GB" read for what it is: binary GiB.
 
 A card sold as "80GB" has 80 GiB of DRAM (memory chips come in powers of two): 85.9e9 bytes. The
-driver reports a little less (nvidia-smi shows 81559 MiB on an H100 80GB). Sizing uses
-``memory_gib * 2**30`` bytes; both GB and GiB are shown wherever a figure is printed.
+driver reports a little less (nvidia-smi shows 81559 MiB on an H100 80GB), and that total is what a
+program can allocate: :attr:`GPU.budget_bytes`, the one number sizing uses (the DRAM size where the
+driver's figure is not recorded). Both GB and GiB are shown wherever a figure is printed.
 
 >>> gpu = get_gpu("h100")
->>> gpu.memory_bytes, round(gpu.memory_gb, 2), gpu.memory_gib
-(85899345920, 85.9, 80.0)
+>>> gpu.memory_bytes, round(gpu.memory_gb, 2), gpu.memory_gib, gpu.budget_bytes
+(85899345920, 85.9, 80.0, 85520809984)
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from ..validation import lookup_key
 from .units import GB, GiB, MiB, format_bytes
 
 __all__ = ["GPU", "get_gpu", "list_gpus"]
@@ -23,7 +25,7 @@ __all__ = ["GPU", "get_gpu", "list_gpus"]
 
 @dataclass(frozen=True)
 class GPU:
-    """A GPU's memory: ``memory_gib`` (binary GiB) is what sizing uses; ``marketed`` is the spec-sheet label.
+    """A GPU's memory: ``memory_gib`` (binary GiB) of DRAM, the driver's total, and the spec-sheet label.
 
     >>> GPU(name="my-card", memory_gib=16).memory_bytes == 16 * 2**30
     True
@@ -69,6 +71,26 @@ class GPU:
         """
         return None if self.nvidia_smi_total_mib is None else self.nvidia_smi_total_mib * MiB
 
+    @property
+    def budget_bytes(self) -> int:
+        """What sizing may fill: the driver's total where recorded, else the DRAM size ``memory_gib * 2**30``.
+
+        >>> get_gpu("h100").budget_bytes / 2**30 < get_gpu("h100").memory_gib
+        True
+        """
+        return self.driver_bytes if self.driver_bytes is not None else self.memory_bytes
+
+    @property
+    def budget_source(self) -> str:
+        """Where :attr:`budget_bytes` comes from, in words.
+
+        >>> get_gpu("h100").budget_source
+        "nvidia-smi's total, 81,559 MiB"
+        """
+        if self.driver_bytes is not None:
+            return f"nvidia-smi's total, {self.nvidia_smi_total_mib:,} MiB"
+        return f"{self.memory_gib:g} GiB of DRAM (the driver's total is not recorded)"
+
     def __str__(self) -> str:
         label = f", sold as {self.marketed}" if self.marketed else ""
         return f"{self.full_name or self.name}: {format_bytes(self.memory_bytes)}{label}"
@@ -81,8 +103,8 @@ def _gpus() -> dict[str, dict]:
 
 
 def _key(name: str) -> str:
-    k = name.strip().lower().replace("_", "-").replace(" ", "-")
-    return k[len("nvidia-"):] if k.startswith("nvidia-") else k
+    k = lookup_key(name)
+    return k[len("nvidia_"):] if k.startswith("nvidia_") else k
 
 
 @lru_cache(maxsize=1)

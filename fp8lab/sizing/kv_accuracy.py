@@ -85,32 +85,13 @@ def _unrows(x2d: np.ndarray, shape: tuple[int, ...], granularity: str) -> np.nda
     return x2d.reshape(shape)
 
 
-def _quantize_codec(x2d: np.ndarray, fmt: Format, granularity: str) -> np.ndarray:
-    from ..codec import quantize  # imported here: the codec imports nothing from sizing
+def _quantize(x: np.ndarray, fmt: Format, granularity: str) -> np.ndarray:
+    from ..scaling import AxisScaling, TensorScaling, quantize_tensor  # imported here: scaling never imports sizing
 
-    amax = np.abs(x2d).max(axis=-1, keepdims=True) if granularity != "tensor" else np.abs(x2d).max(keepdims=True)
-    scale = np.where(amax > 0, amax / np.float32(fmt.max), np.float32(1)).astype(np.float32)
-    return np.asarray(quantize(x2d / scale, fmt, saturate=True), dtype=np.float32) * scale
-
-
-def _quantize_scaling(x2d: np.ndarray, fmt: Format, granularity: str) -> np.ndarray | None:
-    try:
-        from ..scaling import AxisScaling, TensorScaling, quantize_tensor
-    except ImportError:
-        return None
-    recipe = AxisScaling(axis=-1) if granularity != "tensor" else TensorScaling()
-    return np.asarray(quantize_tensor(x2d, fmt, recipe).dequantize(), dtype=np.float32)
-
-
-def _quantize(x: np.ndarray, fmt: Format, granularity: str, use_scaling: bool | None) -> tuple[np.ndarray, str]:
     x2d = _rows(x, granularity)
-    if use_scaling is not False:
-        out = _quantize_scaling(x2d, fmt, granularity)
-        if out is not None:
-            return _unrows(out, x.shape, granularity), "fp8lab.scaling.quantize_tensor"
-        if use_scaling:
-            raise ImportError("use_scaling=True but fp8lab.scaling.quantize_tensor is not available")
-    return _unrows(_quantize_codec(x2d, fmt, granularity), x.shape, granularity), "fp8lab.codec.quantize"
+    recipe = AxisScaling(axis=-1) if granularity != "tensor" else TensorScaling()
+    out = np.asarray(quantize_tensor(x2d, fmt, recipe).dequantize(), dtype=np.float32)
+    return _unrows(out, x.shape, granularity)
 
 
 def _rel(err: np.ndarray, ref: np.ndarray) -> float:
@@ -119,15 +100,13 @@ def _rel(err: np.ndarray, ref: np.ndarray) -> float:
 
 def kv_cache_accuracy(formats: Iterable["str | Format"] = ("e4m3", "e5m2", "fp4"), *, granularity: str = "head",
                       kv_heads: int = 4, seq_len: int = 512, head_dim: int = 128, queries: int = 16,
-                      outlier_channels: int = 4, outlier_scale: float = 10.0, seed: int = 0,
-                      use_scaling: bool | None = None) -> list[dict]:
+                      outlier_channels: int = 4, outlier_scale: float = 10.0, seed: int = 0) -> list[dict]:
     """Attention error with K and V quantized to each format, against FP32: one figures-ready row per format.
 
     Each row has the format, its bits, the scale granularity, the effective bits per cached element
     (FP32 scales included), the relative error of K, V and the attention output (Frobenius norm),
     the output's SNR in dB (``-20 log10(rel_error)``) and its largest absolute error. Quantization goes
-    through :func:`fp8lab.scaling.quantize_tensor` when that module exists (``use_scaling=None``),
-    else through :func:`fp8lab.codec.quantize` with amax / format-max scales.
+    through :func:`fp8lab.scaling.quantize_tensor` (per-row or per-tensor amax scales).
 
     >>> rows = kv_cache_accuracy(seq_len=128)
     >>> rows[0]["snr_db"] > rows[1]["snr_db"] > rows[2]["snr_db"]   # e4m3 > e5m2 > fp4
@@ -141,8 +120,8 @@ def kv_cache_accuracy(formats: Iterable["str | Format"] = ("e4m3", "e5m2", "fp4"
     rows = []
     for name in formats:
         fmt = get_format(name)
-        kq, via = _quantize(k, fmt, granularity, use_scaling)
-        vq, _ = _quantize(v, fmt, granularity, use_scaling)
+        kq = _quantize(k, fmt, granularity)
+        vq = _quantize(v, fmt, granularity)
         out = attention(q, kq, vq)
         rel = _rel(out - ref, ref)
         bits = dtype_bits(fmt)
@@ -151,6 +130,6 @@ def kv_cache_accuracy(formats: Iterable["str | Format"] = ("e4m3", "e5m2", "fp4"
             "bits_per_element": bits + {"head": 32 / head_dim, "token": 32 / (kv_heads * head_dim)}.get(granularity, 0.0),
             "k_rel_error": _rel(kq - k, k), "v_rel_error": _rel(vq - v, v),
             "rel_error": rel, "snr_db": math.inf if rel == 0 else -20 * math.log10(rel),
-            "max_abs_error": float(np.abs(out - ref).max()), "quantized_with": via,
+            "max_abs_error": float(np.abs(out - ref).max()),
         })
     return rows

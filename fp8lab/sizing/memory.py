@@ -20,6 +20,7 @@ from typing import Literal
 from ..registry import get_format
 from .models import ModelConfig
 from .params import resolve_params
+from ..validation import lookup_key
 from .units import GB, GiB, check_count, dtype_bits, format_bytes
 
 __all__ = ["TrainingComponent", "TrainingRecipe", "TrainingMemory", "TRAINING_RECIPES", "get_training_recipe",
@@ -147,10 +148,10 @@ def get_training_recipe(name: "str | TrainingRecipe") -> TrainingRecipe:
         return name
     if not isinstance(name, str):
         raise TypeError(f"a recipe is a name (str) or a TrainingRecipe, got {type(name).__name__}")
-    key = name.strip().lower().replace("_", "-")
-    if key not in TRAINING_RECIPES:
+    by_key = {lookup_key(k): r for k, r in TRAINING_RECIPES.items()}
+    if lookup_key(name) not in by_key:
         raise ValueError(f"unknown training recipe {name!r}; known recipes: {', '.join(TRAINING_RECIPES)}")
-    return TRAINING_RECIPES[key]
+    return by_key[lookup_key(name)]
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal
 
+from ..validation import lookup_key
 from .units import check_count
 
 __all__ = ["ModelConfig", "get_model", "list_models", "model_info", "ATTENTIONS"]
@@ -263,9 +264,6 @@ def _presets() -> dict[str, dict]:
     return json.loads(text)["models"]
 
 
-def _key(name: str) -> str:
-    return name.strip().lower().replace("_", "-").replace(" ", "-")
-
 
 @lru_cache(maxsize=1)
 def _index() -> dict[str, str]:
@@ -273,8 +271,8 @@ def _index() -> dict[str, str]:
     for key, entry in _presets().items():
         for n in (key, entry.get("hf_id"), *(entry.get("aliases") or ())):
             if n:
-                index[_key(n)] = key
-                index[_key(n.split("/")[-1])] = key
+                index[lookup_key(n)] = key
+                index[lookup_key(n.split("/")[-1])] = key
     return index
 
 
@@ -300,7 +298,7 @@ def _resolve(name: str) -> str:
     if not isinstance(name, str):
         raise TypeError(f"a model is a preset name (str) or a ModelConfig, got {type(name).__name__}")
     try:
-        return _index()[_key(name)]
+        return _index()[lookup_key(name)]
     except KeyError:
         raise ValueError(f"unknown model {name!r}; known models: {', '.join(list_models())}") from None
 
