@@ -1,15 +1,16 @@
 """What fits on a GPU: the longest context or the largest batch after the weights are loaded.
 
-The budget is ``num_gpus * gpu.memory_bytes * utilization - reserve_bytes``; the weights take
+The budget is ``num_gpus * gpu.budget_bytes * utilization - reserve_bytes`` (``budget_bytes``: the
+driver's total, what a program can allocate); the weights take
 ``params * bits / 8`` in ``weights_dtype``; what is left holds the KV cache. Activations, the CUDA
 context and allocator fragmentation are not modelled: pass ``utilization`` (vLLM's default
 ``gpu_memory_utilization`` is 0.9) or ``reserve_bytes`` to leave room for them. With several GPUs the
 memory is simply pooled (tensor parallelism that shards weights and KV heads evenly).
 
 >>> max_context("llama-3-8b", "h100")                       # bf16 weights, bf16 cache, batch 1
-532827
->>> max_context("llama-3-70b", "h100", weights_dtype="fp8", kv_dtype="fp8")
-93662
+529939
+>>> max_context("llama-3-70b", "h100", weights_dtype="fp8", kv_dtype="fp8")  # the model was trained for 8,192
+91351
 """
 
 from __future__ import annotations
@@ -31,17 +32,17 @@ __all__ = ["FitReport", "max_context", "max_batch", "fit_report", "memory_budget
 
 def memory_budget(gpu: "str | GPU" = "h100", *, num_gpus: int = 1, utilization: float = 1.0,
                   reserve_bytes: int = 0) -> int:
-    """Bytes available for weights and KV cache: ``num_gpus * memory * utilization - reserve_bytes``.
+    """Bytes available for weights and KV cache: ``num_gpus * gpu.budget_bytes * utilization - reserve_bytes``.
 
     >>> memory_budget("h100", utilization=0.9)
-    77309411328
+    76968728985
     """
     g = get_gpu(gpu)
     num_gpus = check_count("num_gpus", num_gpus, minimum=1)
     reserve_bytes = check_count("reserve_bytes", reserve_bytes, minimum=0)
     if isinstance(utilization, bool) or not isinstance(utilization, Real) or not 0 < utilization <= 1:
         raise ValueError(f"utilization must be a fraction in (0, 1], got {utilization!r}")
-    return max(0, math.floor(num_gpus * g.memory_bytes * utilization) - reserve_bytes)
+    return max(0, math.floor(num_gpus * g.budget_bytes * utilization) - reserve_bytes)
 
 
 def _largest(fits, start: int = 1) -> int:
@@ -97,7 +98,7 @@ def max_batch(model: "str | ModelConfig", gpu: "str | GPU" = "h100", seq_len: in
     """Largest number of ``seq_len``-token sequences whose KV cache fits beside the weights (0 if none).
 
     >>> max_batch("llama-3-70b", "h200", seq_len=4096, weights_dtype="fp8", kv_dtype="fp8")
-    120
+    119
     """
     c = get_model(model)
     seq_len = check_count("seq_len", seq_len, minimum=1)
@@ -130,6 +131,18 @@ class FitReport:
     kv_bytes: int
     max_context: "int | float"
     max_batch: int
+    trained_context: int | None = None  #: the model's own limit (``max_position_embeddings``), if the preset has it
+
+    @property
+    def usable_context(self) -> "int | float":
+        """The longer context that is both in memory and within the model's trained limit.
+
+        >>> fit_report("llama-3-70b", "h100", num_gpus=2).usable_context
+        8192
+        """
+        if self.trained_context is None:
+            return self.max_context
+        return min(self.max_context, self.trained_context)
 
     @property
     def free_bytes(self) -> int:
@@ -153,9 +166,12 @@ class FitReport:
         """(label, value) pairs with units, for printing.
 
         >>> fit_report("llama-3-8b", "h100").rows()[0]
-        ('GPU budget', '85.90 GB (80.00 GiB) = 1 x h100')
+        ('GPU budget', '85.52 GB (79.65 GiB) = 1 x h100')
         """
         ctx = "unlimited (sliding window)" if self.max_context == math.inf else f"{self.max_context:,} tokens"
+        ctx += " (memory bound)"
+        limit = (f"{self.trained_context:,} tokens (max_position_embeddings)" if self.trained_context
+                 else "not in the preset's config")
         return [
             ("GPU budget", f"{format_bytes(self.budget_bytes)} = {self.num_gpus} x {self.gpu}"),
             (f"weights ({self.weights_dtype})", format_bytes(self.weights_bytes)),
@@ -163,6 +179,7 @@ class FitReport:
             ("left over" if self.fits else "short by", format_bytes(abs(self.free_bytes))),
             ("fits", "yes" if self.fits else "no"),
             (f"max context at batch {self.batch}", ctx),
+            ("the model's own context limit", limit),
             (f"max batch at {self.seq_len:,} tokens", f"{self.max_batch:,}"),
         ]
 
@@ -191,5 +208,6 @@ def fit_report(model: "str | ModelConfig", gpu: "str | GPU" = "h100", seq_len: i
                                 scale_dtype=scale_dtype, block_size=block_size),
         max_context=max_context(c, g, batch=batch, **common),
         max_batch=max_batch(c, g, seq_len, **common),
+        trained_context=c.max_position_embeddings,
     )
 
