@@ -11,8 +11,8 @@
 >>> parser = argparse.ArgumentParser(prog="fp8lab")
 >>> register(parser.add_subparsers(dest="command"))
 >>> args = parser.parse_args(["quiz", "--list", "--topic", "fp8", "--kind", "numeric"])
->>> args.func(args)  # doctest: +ELLIPSIS
-id              topic  kind     difficulty  prompt
+>>> args.func(args)  # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
+id topic kind difficulty prompt
 ...
 0
 """

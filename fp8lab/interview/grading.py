@@ -374,12 +374,13 @@ def solution_text(q: Question, lang: str = "en") -> str:
     The answer is 448.
     """
     lines = []
+    colon = say("colon", lang)
     for label, body in solution_parts(q, lang):
         if isinstance(body, tuple):
-            lines.append(f"{label}:")
+            lines.append(f"{label}{colon.rstrip()}")
             lines += [f"  - {b}" for b in body]
         elif body:
-            lines.append(f"{label}: {body}")
+            lines.append(f"{label}{colon}{body}")
         else:
             lines.append(label)
     return "\n".join(lines)
@@ -398,7 +399,7 @@ def solution_html(q: Question, lang: str = "en") -> str:
             items = "".join(f"<li>{html.escape(b)}</li>" for b in body)
             out.append(f"<p><b>{html.escape(label)}</b></p><ul>{items}</ul>")
         elif body:
-            out.append(f"<p><b>{html.escape(label)}:</b> {html.escape(body)}</p>")
+            out.append(f"<p><b>{html.escape(label)}{say('colon', lang).rstrip()}</b> {html.escape(body)}</p>")
         else:
             out.append(f"<p><b>{html.escape(label)}</b></p>")
     return "".join(out)

@@ -36,6 +36,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "claim_source": {"en": "seen in", "zh": "出处类型"},
     "correction": {"en": "Correct statement", "zh": "正确的说法"},
     "hint": {"en": "Hint", "zh": "提示"},
+    "hint_line": {"en": "Hint {i}/{n}: {text}", "zh": "提示 {i}/{n}：{text}"},
+    "colon": {"en": ": ", "zh": "："},
     "no_more_hints": {"en": "No more hints.", "zh": "没有更多提示了。"},
     "unit": {"en": "unit", "zh": "单位"},
     # terminal quiz

@@ -159,19 +159,20 @@ class _Session:
     def hint(self, q: Question, used: int) -> int:
         hints = q.items("hints", self.lang)
         if used < len(hints):
-            self.say(f"{say('hint', self.lang)} {used + 1}/{len(hints)}: {hints[used]}")
+            self.say(say("hint_line", self.lang, i=used + 1, n=len(hints), text=hints[used]))
             return used + 1
         self.say(say("no_more_hints", self.lang))
         return used
 
     def rest_of_solution(self, q: Question) -> None:
+        colon = say("colon", self.lang)
         for label, body in solution_parts(q, self.lang)[1:]:
             if isinstance(body, tuple):
-                self.say(f"{label}:")
+                self.say(f"{label}{colon.rstrip()}")
                 for b in body:
                     self.say(f"  - {b}")
             else:
-                self.say(f"{label}: {body}")
+                self.say(f"{label}{colon}{body}")
 
 
 def _prompt(q: Question, lang: str) -> str:

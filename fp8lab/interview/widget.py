@@ -154,7 +154,7 @@ class QuestionCard:
             self.hints.value += f"<p><i>{html.escape(say('no_more_hints', self.lang))}</i></p>"
             return None
         shown = hints[: self.hints_shown]
-        self.hints.value = "".join(f"<p>💡 {html.escape(say('hint', self.lang))} {i}: {html.escape(h)}</p>"
+        self.hints.value = "".join(f"<p>💡 {html.escape(say('hint_line', self.lang, i=i, n=len(hints), text=h))}</p>"
                                    for i, h in enumerate(shown, 1))
         return shown[-1]
 
@@ -179,9 +179,10 @@ class QuestionCard:
 
 
 def _why(q: Question, lang: str) -> str:
-    parts = [f"<b>{html.escape(say('explanation', lang))}:</b> {html.escape(q.text('explanation', lang))}"]
+    colon = html.escape(say("colon", lang).rstrip())
+    parts = [f"<b>{html.escape(say('explanation', lang))}{colon}</b> {html.escape(q.text('explanation', lang))}"]
     if q.is_myth:
-        parts.append(f"<b>{html.escape(say('correction', lang))}:</b> {html.escape(q.text('correction', lang))}")
+        parts.append(f"<b>{html.escape(say('correction', lang))}{colon}</b> {html.escape(q.text('correction', lang))}")
     return "<br>".join(parts)
 
 
