@@ -23,7 +23,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "expect_letter": {"en": "type one letter of {letters}", "zh": "请输入 {letters} 中的一个字母"},
     "expect_letters": {"en": "type one or more letters of {letters}, e.g. \"A C\"",
                        "zh": "请输入 {letters} 中的一个或多个字母，例如 \"A C\""},
-    "expect_number": {"en": "type a number such as 448, 2^-9 or 1.5e-3{unit}", "zh": "请输入一个数，例如 448、2^-9 或 1.5e-3{unit}"},
+    "expect_number": {"en": "type a number such as 12, 2^-9 or 1.5e-3{unit}", "zh": "请输入一个数，例如 12、2^-9 或 1.5e-3{unit}"},
     "self_assess": {"en": "Compare your answer with the model answer and the points below.",
                     "zh": "请把你的回答与下面的参考答案和要点对照。"},
     "self_yes": {"en": "Self-assessed: covered.", "zh": "自评：已覆盖要点。"},

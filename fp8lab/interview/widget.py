@@ -89,7 +89,7 @@ class QuestionCard:
             self.input = w.VBox(self.choice_boxes)
         elif q.kind == "numeric":
             unit = f" ({q.unit})" if q.unit else ""
-            self.input = w.Text(placeholder="448, 2^-9, 1.5e-3" + unit, description=say("your_answer", lang),
+            self.input = w.Text(placeholder="12, 2^-9, 1.5e-3" + unit, description=say("your_answer", lang),
                                 style={"description_width": "initial"})
         else:
             self.input = w.Textarea(placeholder=say("your_answer", lang), layout=w.Layout(width="95%", height="5em"))
