@@ -123,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         register(sub)
+    from .interview.cli import register as register_quiz
+    register_quiz(sub)
     return p
 
 

@@ -1,0 +1,120 @@
+"""The ``quiz`` subcommand of the ``fp8lab`` command line: ask, list, export or verify bank questions.
+
+    fp8lab quiz                                   # 10 questions from the whole bank
+    fp8lab quiz --topic fp8 --difficulty hard --n 5 --lang zh --seed 3
+    fp8lab quiz --myths                           # only the myths
+    fp8lab quiz --list [--topic T ...]            # id, topic, kind, difficulty, prompt
+    fp8lab quiz --export cards.txt [--lang both]  # Anki text import (or cards.apkg with genanki)
+    fp8lab quiz --verify                          # every schema problem and failing check; exit 1 if any
+
+>>> import argparse
+>>> parser = argparse.ArgumentParser(prog="fp8lab")
+>>> register(parser.add_subparsers(dest="command"))
+>>> args = parser.parse_args(["quiz", "--list", "--topic", "fp8", "--kind", "numeric"])
+>>> args.func(args)  # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
+id topic kind difficulty prompt
+...
+0
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .bank import DIFFICULTIES, KINDS, TOPICS, load_bank, get_question
+
+__all__ = ["register", "list_rows"]
+
+
+def _shorten(text: str, width: int = 70) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3].rstrip() + "..."
+
+
+def list_rows(questions) -> list[list[str]]:
+    """The rows of ``--list``: id, topic, kind, difficulty and the English prompt shortened.
+
+    >>> list_rows([get_question("fp8-e4m3fn-max")])[0][:4]
+    ['fp8-e4m3fn-max', 'fp8', 'numeric', 'easy']
+    """
+    return [[q.id, q.topic, q.kind, q.difficulty, _shorten(q.text("prompt", "en"))] for q in questions]
+
+
+def _selected(args: argparse.Namespace):
+    if args.id:
+        return [get_question(i) for i in args.id]
+    return load_bank(topic=args.topic, difficulty=args.difficulty, kind=args.kind, tags=args.tag,
+                     myths=True if args.myths else None)
+
+
+def _cmd_quiz(args: argparse.Namespace) -> int:
+    if args.verify:
+        from .checks import verify
+
+        problems = verify()
+        for p in problems:
+            print(p)
+        print(f"{len(problems) or 'no'} problem{'s' if len(problems) != 1 else ''}")
+        return 1 if problems else 0
+    try:
+        questions = _selected(args)
+    except KeyError as err:
+        raise ValueError(err.args[0]) from None
+    if args.list:
+        from ..tables import format_table
+
+        print(format_table(["id", "topic", "kind", "difficulty", "prompt"], list_rows(questions)))
+        print(f"\n{len(questions)} question{'s' if len(questions) != 1 else ''}")
+        return 0
+    if args.export:
+        from .export import export
+
+        path = export(args.export, questions, lang=args.lang or "en", deck=args.deck)
+        print(f"wrote {len(questions)} cards to {path}")
+        return 0
+    lang = args.lang or "en"
+    if lang == "both":
+        raise ValueError("--lang both is for --export; the quiz runs in en or zh")
+    from .quiz import run_quiz, select_questions
+
+    chosen = questions if args.id else select_questions(questions, args.n, args.seed)
+    run_quiz(chosen, lang=lang)
+    return 0
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return n
+
+
+def register(subparsers: "argparse._SubParsersAction") -> None:
+    """Add the ``quiz`` subcommand to an argparse subparsers object.
+
+    >>> p = argparse.ArgumentParser(prog="fp8lab"); register(p.add_subparsers(dest="command"))
+    >>> p.parse_args(["quiz", "--n", "3", "--lang", "zh"]).n
+    3
+    """
+    q = subparsers.add_parser("quiz", help="interview questions: an interactive quiz, a list, Anki flash cards",
+                              description="Interview questions whose every checkable answer is computed by fp8lab. "
+                                          "In the quiz: letters or a number to answer, h = hint, s = skip, q = quit.")
+    q.add_argument("--topic", action="append", choices=TOPICS, help="only this topic (repeatable)")
+    q.add_argument("--difficulty", action="append", choices=DIFFICULTIES, help="only this difficulty (repeatable)")
+    q.add_argument("--kind", action="append", choices=KINDS, help="only this kind (repeatable)")
+    q.add_argument("--tag", action="append", help="only questions with this tag (repeatable)")
+    q.add_argument("--myths", action="store_true", help="only the myths (claims that circulate, checked by code)")
+    q.add_argument("--id", action="append", help="ask exactly these questions, in this order (repeatable)")
+    q.add_argument("--n", type=_positive, default=10, help="number of questions (default 10)")
+    q.add_argument("--seed", type=int, default=None, help="seed for the choice and order of questions")
+    q.add_argument("--lang", choices=["en", "zh", "both"], default=None,
+                   help="language: en (default) or zh; both (one card, two languages) for --export")
+    q.add_argument("--list", action="store_true", help="list the matching questions instead of asking them")
+    q.add_argument("--export", metavar="FILE", help="write Anki flash cards: FILE.txt (text import) or FILE.apkg")
+    q.add_argument("--deck", default="fp8lab interview", help="the Anki deck name for --export")
+    q.add_argument("--verify", action="store_true", help="check the whole bank (schema and every check)")
+    q.set_defaults(func=_cmd_quiz)
+
