@@ -16,7 +16,9 @@ tensor (scales shape ``(1, 1)`` for a matrix), one scale per row is ``block == (
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -27,7 +29,7 @@ from .formats import Format
 from .registry import get_format
 from .validation import check_block
 
-__all__ = ["QTensor", "expand_blocks"]
+__all__ = ["QTensor", "QuantInfo", "expand_blocks"]
 
 
 def expand_blocks(scales: Any, block: tuple[int, ...], shape: tuple[int, ...]):
@@ -44,7 +46,54 @@ def expand_blocks(scales: Any, block: tuple[int, ...], shape: tuple[int, ...]):
     return out[index]
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
+class QuantInfo(Mapping):
+    """What quantizing a tensor reported: typed fields, also readable as a mapping (``q.info["overflow"]``).
+
+    Optional fields are None where the recipe has nothing to say, and then absent from the mapping
+    (``"scale_codes" in q.info`` is True for MX and NVFP4 only). Values live on the host.
+
+    >>> info = QuantInfo(amax=3.0, overflow=True)
+    >>> info["overflow"], info.saturated_blocks, "scale_codes" in info
+    (True, 0, False)
+    """
+
+    amax: float = 0.0  #: finite amax of the whole tensor
+    nonfinite_blocks: int = 0  #: blocks holding inf or NaN
+    saturated_blocks: int = 0  #: blocks whose values the saturating cast clamped
+    overflow: bool = False  #: any block saturated
+    nonfinite_mask: Any = None  #: bool per block, where any block is non-finite
+    scale_codes: Any = None  #: the scales' own codes (E8M0 for MX, E4M3 for NVFP4)
+    tensor_scale: float | None = None  #: NVFP4's second-level FP32 scale
+    amax_used: float | None = None  #: delayed scaling: the history's amax the scale was fitted to
+    step: int | None = None  #: delayed scaling: how many amaxes the history held before this call
+
+    def __getitem__(self, key: str) -> Any:
+        value = getattr(self, key, None) if key in self._names() else None
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self):
+        return (k for k in self._names() if getattr(self, k) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    @classmethod
+    def _names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    def replace(self, **changes: Any) -> "QuantInfo":
+        """A copy with some fields changed.
+
+        >>> QuantInfo().replace(overflow=True).overflow
+        True
+        """
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, eq=False)
 class QTensor:
     """A quantized tensor: integer ``codes`` of ``format`` and float32 blockwise ``scales``.
 
@@ -67,18 +116,22 @@ class QTensor:
     scale_format: Format | str = "float32"
     tensor_scale: float | None = None
     zero_point: Any = None
-    info: dict[str, Any] = field(default_factory=dict)
+    info: QuantInfo = field(default_factory=QuantInfo)
     dtype: str = "float32"  #: what :meth:`dequantize` returns: float32, or float64 for float64 sources
 
     def __post_init__(self) -> None:
+        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 - frozen dataclass
         if self.dtype not in ("float32", "float64"):
             raise ValueError(f"QTensor.dtype is 'float32' or 'float64', got {self.dtype!r}")
-        self.format = get_format(self.format)
-        self.scale_format = get_format(self.scale_format)
+        set_("format", get_format(self.format))
+        set_("scale_format", get_format(self.scale_format))
+        if isinstance(self.info, dict):
+            set_("info", QuantInfo(**self.info))
+        elif not isinstance(self.info, QuantInfo):
+            raise TypeError(f"QTensor.info is a QuantInfo (or a dict of its fields), got {type(self.info).__name__}")
         shape = tuple(self.codes.shape)
-        if not self.block:
-            self.block = tuple(max(n, 1) for n in shape)  # one scale for everything
-        self.block = check_block(self.block, "QTensor.block", allow_empty=not shape)
+        block = self.block or tuple(max(n, 1) for n in shape)  # none given: one scale for everything
+        set_("block", check_block(block, "QTensor.block", allow_empty=not shape))
         if len(self.block) != len(shape):
             raise ValueError(f"block {self.block} needs one entry per dimension of codes {shape}")
         want = tuple(math.ceil(n / b) if n else 0 for n, b in zip(shape, self.block))
@@ -161,6 +214,40 @@ class QTensor:
         8.25
         """
         return 8 * self.nbytes / self.numel if self.numel else 0.0
+
+    def transpose(self) -> "QTensor":
+        """The transposed matrix: codes and blockwise scales transposed together, the block reversed.
+
+        A (1, 128)-tiled activation becomes (128, 1)-tiled and a 128x128-blocked weight stays
+        128x128, each element keeping its scale, so ``q.transpose().dequantize() == q.dequantize().T``
+        exactly. The backward GEMMs use it for the weight (dgrad takes ``W`` along its other axis);
+        DeepSeek-V3 instead *re-quantizes* activations 128x1 for wgrad, so that K-blocks run along the
+        GEMM's reduction (see ``fp8lab.nn``).
+
+        >>> q = QTensor(np.array([[56, 64]], np.uint8), np.array([[1.0, 2.0]], np.float32), "e4m3", block=(1, 1))
+        >>> q.transpose().dequantize().tolist(), q.transpose().block
+        ([[1.0], [4.0]], (1, 1))
+        """
+        if len(self.shape) != 2:
+            raise ValueError(f"transpose needs a matrix (2 dimensions), got shape {self.shape}")
+        t = (lambda a: a.t().contiguous()) if is_torch(self.codes) else (lambda a: np.ascontiguousarray(a.T))
+        info = self.info
+        if info.nonfinite_mask is not None:
+            info = info.replace(nonfinite_mask=np.ascontiguousarray(np.asarray(info.nonfinite_mask).T))
+        if info.scale_codes is not None and np.ndim(info.scale_codes) == 2:
+            info = info.replace(scale_codes=np.ascontiguousarray(np.asarray(info.scale_codes).T))
+        zp = t(self.zero_point) if self.zero_point is not None else None
+        return dataclasses.replace(self, codes=t(self.codes), scales=t(self.scales), block=self.block[::-1],
+                                   zero_point=zp, info=info)
+
+    @property
+    def T(self) -> "QTensor":  # noqa: N802 - numpy's and torch's name
+        """Shorthand for :meth:`transpose`.
+
+        >>> QTensor(np.zeros((2, 3), np.uint8), np.ones((1, 1), np.float32), "e4m3").T.shape
+        (3, 2)
+        """
+        return self.transpose()
 
     def __repr__(self) -> str:
         kind = "torch" if is_torch(self.codes) else "numpy"

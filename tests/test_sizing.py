@@ -381,7 +381,7 @@ def test_training_memory_of_a_model_and_a_custom_recipe():
 
 
 def test_training_memory_rejects_bad_input():
-    with pytest.raises(ValueError, match="unknown training recipe 'adam'.*mixed-bf16"):
+    with pytest.raises(ValueError, match="unknown memory plan 'adam'.*mixed-bf16"):
         training_memory(7e9, "adam")
     with pytest.raises(ValueError, match="zero_stage"):
         training_memory(7e9, zero_stage=4)

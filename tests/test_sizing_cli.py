@@ -24,7 +24,7 @@ def run(argv, capsys):
 def table_rows(out: str) -> dict[str, list[str]]:
     """First cell -> the other cells, for the lines after the header row."""
     lines = out.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.split()[:1] in (["dtype"], ["recipe"], ["gpu"],
+    start = next(i for i, line in enumerate(lines) if line.split()[:1] in (["dtype"], ["plan"], ["gpu"],
                                                                           ["component"], ["item"]))
     return {line.split()[0]: line.split()[1:] for line in lines[start + 1:] if line.strip() and line[0] != "-"}
 
@@ -109,7 +109,7 @@ def test_memory_of_a_model(capsys):
     (["memory", "--params", "7.5"], "a parameter count is a whole number"),
     (["kv", "--model", "llama-2-7b", "--scales", "block"], "block_size"),
     (["fit", "--model", "llama-2-7b", "--gpu", "b300"], "unknown GPU 'b300'"),
-    (["memory", "--params", "7e9", "--recipe", "adam"], "unknown training recipe"),
+    (["memory", "--params", "7e9", "--recipe", "adam"], "unknown memory plan"),
 ])
 def test_bad_input_exits_2_with_a_message(argv, message, capsys):
     code, out, err = run(argv, capsys)

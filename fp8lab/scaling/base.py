@@ -172,7 +172,18 @@ class Recipe:
     #: name of the format used when ``quantize_tensor`` is given none (see :attr:`default_format`)
     default_format_name: ClassVar[str] = "e4m3"
     #: a block holding inf or NaN gets a NaN scale (MX, NVFP4) instead of the general policy
-    nonfinite_scale_nan: bool = False
+    nonfinite_scale_nan: ClassVar[bool] = False
+    #: the recipe needs state between calls (an amax history): ``new_state()`` makes it, ``quantize(..., state=)`` takes it
+    stateful: ClassVar[bool] = False
+
+    def new_state(self) -> Any:
+        """The state one tensor quantized with this recipe keeps between calls (None: current scaling keeps none).
+
+        >>> from fp8lab.scaling.recipes import TensorScaling
+        >>> TensorScaling().new_state() is None
+        True
+        """
+        return None
 
     @property
     def default_format(self) -> Format:

@@ -14,9 +14,11 @@ steps and records the current amax afterwards. Per call:
    ``s * fmt.max`` (i.e. ``amax > amax_h * 2^margin``), elements clip: ``info["overflow"]``.
 4. Its finite amax is appended to the history (the last ``history_len`` are kept).
 
-The recipe object carries that state (a mutable :class:`AmaxHistory` in a field excluded from
-comparison and hashing), so use one ``DelayedScaling`` per tensor, as TE keeps one history per
-FP8 tensor; ``reset()`` forgets it.
+The recipe is frozen configuration; the history is a separate, mutable :class:`AmaxHistory` owned
+by whoever quantizes, passed as ``state=`` (``fp8lab.nn`` keeps one per layer and per role, as TE
+keeps one per FP8 tensor). Without ``state=``, each recipe *object* uses a history of its own, so
+``quantize_tensor(x, fmt, r)`` called again and again with one ``r`` advances its history exactly as
+TE does; two equal recipe objects never share one. ``r.reset()`` forgets it.
 
 >>> import numpy as np
 >>> r = DelayedScaling(history_len=4)
@@ -24,12 +26,15 @@ FP8 tensor; ``reset()`` forgets it.
 [False, True, False]
 >>> r.history
 (100.0, 500.0, 200.0)
+>>> h = r.new_state(); _ = r.quantize(np.array([7.0], np.float32), "e4m3", state=h); h.amaxes, len(r.history)
+((7.0,), 3)
 """
 
 from __future__ import annotations
 
+import weakref
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,10 +42,10 @@ import numpy as np
 from ..formats import Format
 from ..qtensor import QTensor
 from ..registry import get_format
-from .base import Recipe, ScaleSet
-from .blocks import to_numpy, whole_block
+from .base import Recipe, ScaleSet, block_stats, finalize
+from .blocks import num_blocks, to_numpy, whole_block
 from ..validation import check_bool, check_int
-from .scales import float_scales
+from .scales import MARGIN_LIMIT, float_scales
 
 __all__ = ["DelayedScaling", "AmaxHistory"]
 
@@ -53,7 +58,8 @@ class AmaxHistory:
     """
 
     def __init__(self, history_len: int = 1024) -> None:
-        self._amax: deque[float] = deque(maxlen=int(history_len))
+        self.history_len = check_int("AmaxHistory", "history_len", history_len, minimum=1)
+        self._amax: deque[float] = deque(maxlen=self.history_len)
         self.scale: float = 1.0  #: the dequantisation multiplier of the last call (TE starts from 1)
         self.steps: int = 0
 
@@ -75,6 +81,9 @@ class AmaxHistory:
         """
         return tuple(self._amax)
 
+    def __repr__(self) -> str:
+        return f"AmaxHistory(history_len={self.history_len}, steps={self.steps}, scale={self.scale!r})"
+
     def reset(self) -> None:
         """Forget everything: the next call starts from scale 1 again.
 
@@ -84,6 +93,11 @@ class AmaxHistory:
         self._amax.clear()
         self.scale = 1.0
         self.steps = 0
+
+
+#: Each DelayedScaling object's own history, for calls without ``state=`` (keyed by identity, so two
+#: equal recipe objects never share one; an entry goes when its recipe is garbage-collected).
+_OWN_STATES: dict[int, AmaxHistory] = {}
 
 
 @dataclass(frozen=True)
@@ -99,9 +113,9 @@ class DelayedScaling(Recipe):
         Headroom in powers of two: the range is ``2^margin`` times the history's amax.
     pow2
         Round the scale up to a power of two (as older Transformer Engine releases did).
-    state
-        The mutable :class:`AmaxHistory` (a fresh one by default; pass one to share a history).
-        It is not compared or hashed, so two recipes with the same knobs are equal.
+
+    The history is state, not configuration: :meth:`new_state` makes one, ``quantize(x, fmt,
+    state=h)`` reads and advances it; without ``state=`` the object's own history is used.
 
     >>> r = DelayedScaling(algo="most_recent")
     >>> _ = r.quantize(np.array([896.0], np.float32), "e4m3"); r.scale, r.next_scale("e4m3")
@@ -112,20 +126,52 @@ class DelayedScaling(Recipe):
     algo: str = "max"
     margin: int = 0
     pow2: bool = False
-    state: AmaxHistory = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+
+    stateful = True
 
     def __post_init__(self) -> None:
         check_int("DelayedScaling", "history_len", self.history_len, minimum=1)
         if self.algo not in ("max", "most_recent"):
             raise ValueError(f"DelayedScaling.algo is 'max' or 'most_recent', got {self.algo!r}")
-        check_int("DelayedScaling", "margin", self.margin)
+        check_int("DelayedScaling", "margin", self.margin, minimum=-MARGIN_LIMIT, maximum=MARGIN_LIMIT)
         check_bool("DelayedScaling", "pow2", self.pow2)
-        if self.state is None:
-            object.__setattr__(self, "state", AmaxHistory(self.history_len))
+
+    # ----- state ------------------------------------------------------------------------------
+    def new_state(self) -> AmaxHistory:
+        """A fresh, empty history for this recipe (one per tensor that is quantized with it).
+
+        >>> DelayedScaling(history_len=16).new_state().history_len
+        16
+        """
+        return AmaxHistory(self.history_len)
+
+    @property
+    def state(self) -> AmaxHistory:
+        """This object's own history, used by calls without ``state=``.
+
+        >>> r = DelayedScaling(); r.state is r.state, r.state is DelayedScaling().state
+        (True, False)
+        """
+        key = id(self)
+        own = _OWN_STATES.get(key)
+        if own is None:
+            own = _OWN_STATES[key] = self.new_state()
+            weakref.finalize(self, _OWN_STATES.pop, key, None)
+        return own
+
+    def _resolve(self, state: AmaxHistory | None) -> AmaxHistory:
+        if state is None:
+            return self.state
+        if not isinstance(state, AmaxHistory):
+            raise TypeError(f"DelayedScaling's state is an AmaxHistory (from recipe.new_state()), got {type(state).__name__}")
+        if state.history_len != self.history_len:
+            raise ValueError(f"this AmaxHistory keeps {state.history_len} amaxes but the recipe's history_len is "
+                             f"{self.history_len}; make it with recipe.new_state()")
+        return state
 
     @property
     def history(self) -> tuple[float, ...]:
-        """Recorded amaxes, oldest first (at most ``history_len``).
+        """Recorded amaxes of the object's own history, oldest first (at most ``history_len``).
 
         >>> DelayedScaling().history
         ()
@@ -134,32 +180,33 @@ class DelayedScaling(Recipe):
 
     @property
     def scale(self) -> float:
-        """The dequantisation multiplier of the last call (1.0 before the first).
+        """The dequantisation multiplier of the object's own last call (1.0 before the first).
 
         >>> DelayedScaling().scale
         1.0
         """
         return self.state.scale
 
-    def amax_from_history(self) -> float | None:
+    def amax_from_history(self, state: AmaxHistory | None = None) -> float | None:
         """The amax the next call's scale will fit (None while the history is empty).
 
         >>> r = DelayedScaling(); r.state.push(3.0); r.state.push(2.0); r.amax_from_history()
         3.0
         """
-        h = self.state.amaxes
+        h = self._resolve(state).amaxes
         if not h:
             return None
         return max(h) if self.algo == "max" else h[-1]
 
-    def reset(self) -> None:
-        """Forget the history; the next call uses scale 1.
+    def reset(self, state: AmaxHistory | None = None) -> None:
+        """Forget the history (the object's own, or ``state``); the next call uses scale 1.
 
         >>> r = DelayedScaling(); r.state.push(3.0); r.reset(); r.history
         ()
         """
-        self.state.reset()
+        self._resolve(state).reset()
 
+    # ----- the recipe -------------------------------------------------------------------------
     def block_for(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The whole tensor is one block.
 
@@ -168,38 +215,44 @@ class DelayedScaling(Recipe):
         """
         return whole_block(shape)
 
-    def next_scale(self, fmt: "Format | str" = "e4m3") -> float:
+    def next_scale(self, fmt: "Format | str" = "e4m3", state: AmaxHistory | None = None) -> float:
         """The dequantisation multiplier the next call will use for ``fmt``: ``amax_h * 2^margin / fmt.max``.
 
         >>> r = DelayedScaling(margin=1); r.state.push(224.0); r.next_scale("e4m3")
         1.0
         """
         fmt = get_format(fmt)
-        amax_h = self.amax_from_history()
+        st = self._resolve(state)
+        amax_h = self.amax_from_history(st)
         if amax_h is None or not amax_h > 0:
-            return self.state.scale
+            return st.scale
         return float(float_scales(np.array([amax_h]), fmt.max, margin=int(self.margin), pow2=self.pow2)[0])
 
-    def compute_scales(self, amax: np.ndarray, fmt: Format) -> ScaleSet:
+    def compute_scales(self, amax: np.ndarray, fmt: Format, state: AmaxHistory | None = None) -> ScaleSet:
         """The scale from the history (not from ``amax``, which is this call's and is recorded afterwards).
 
         >>> r = DelayedScaling(); r.state.push(896.0)
         >>> r.compute_scales(np.array([[5.0]]), __import__("fp8lab").get_format("e4m3")).scales.tolist()
         [[2.0]]
         """
-        s = self.next_scale(fmt)
+        st = self._resolve(state)
+        s = self.next_scale(fmt, st)
         return ScaleSet(np.full(np.shape(amax), s, dtype=np.float32), "e8m0" if self.pow2 else "float32",
-                        info={"amax_used": self.amax_from_history(), "step": self.state.steps})
+                        info={"amax_used": self.amax_from_history(st), "step": st.steps})
 
-    def quantize(self, x: Any, fmt: "Format | str") -> QTensor:
-        """Cast with the history's scale, then record this tensor's amax.
+    def quantize(self, x: Any, fmt: "Format | str", state: AmaxHistory | None = None) -> QTensor:
+        """Cast with the history's scale, then record this tensor's amax in the history.
 
         >>> r = DelayedScaling(); q = r.quantize(np.array([896.0], np.float32), "e4m3")
         >>> q.dequantize().tolist(), q.info["overflow"], r.history
         ([448.0], True, (896.0,))
         """
-        q = super().quantize(x, get_format(fmt))
+        fmt = get_format(fmt)
+        st = self._resolve(state)
+        block = self.block_for(tuple(x.shape))
+        stats = block_stats(x, block)
+        q = finalize(x, fmt, self, block, stats, self.compute_scales(np.zeros(num_blocks(tuple(x.shape), block)), fmt, st))
         if q.numel:
-            self.state.scale = float(to_numpy(q.scales).reshape(-1)[0])
-            self.state.push(q.info["amax"])
+            st.scale = float(to_numpy(q.scales).reshape(-1)[0])
+            st.push(q.info["amax"])
         return q

@@ -90,7 +90,23 @@ def _as_float(x: Any) -> Any:
     return np.asarray(arr, dtype=np.float64 if arr.dtype == np.float64 else np.float32, order="C")
 
 
-def quantize_tensor(x: Any, fmt: "str | Format | None" = None, recipe: "Recipe | str | None" = None) -> QTensor:
+_warned_graph_cut = False
+
+
+def _warn_if_graph_cut(x: Any) -> None:
+    """Say once that a tensor requiring grad leaves the autograd graph here."""
+    global _warned_graph_cut
+    if _warned_graph_cut or not is_torch(x) or not x.requires_grad or not torch.is_grad_enabled():
+        return
+    import warnings
+
+    _warned_graph_cut = True
+    warnings.warn("quantize_tensor is not differentiable: the QTensor's codes are cut from the autograd graph. "
+                  "Use fp8lab.nn (Fp8Linear, convert) for FP8 layers that train.", UserWarning, stacklevel=3)
+
+
+def quantize_tensor(x: Any, fmt: "str | Format | None" = None, recipe: "Recipe | str | None" = None, *,
+                    state: Any = None) -> QTensor:
     """Quantize ``x`` (numpy or torch, any shape) to ``fmt`` with a scaling ``recipe``, returning a QTensor.
 
     ``fmt`` defaults to the recipe's usual format (``e4m3``; ``fp4`` for NVFP4; ``int8`` for
@@ -101,6 +117,12 @@ def quantize_tensor(x: Any, fmt: "str | Format | None" = None, recipe: "Recipe |
     codes and scales; a tensor gives tensors on its device. See ``fp8lab.scaling.base`` for how
     inf, NaN and all-zero blocks are handled, and ``q.info`` for what was reported.
 
+    ``state`` is the state of a stateful recipe (``DelayedScaling``: an ``AmaxHistory`` from
+    ``recipe.new_state()``), owned by the caller; without it the recipe object's own is used.
+    Quantizing is not differentiable: the QTensor holds codes, cut from the autograd graph, and a
+    tensor that requires grad (under grad mode) gets a one-time warning saying so; ``fp8lab.nn``
+    gives FP8 layers with gradients.
+
     >>> import numpy as np
     >>> q = quantize_tensor(np.array([[1.0, 2.0], [-4.0, 8.0]], np.float32), "e4m3", TensorScaling(pow2=True))
     >>> q.scales.tolist(), q.dequantize().tolist()
@@ -109,10 +131,14 @@ def quantize_tensor(x: Any, fmt: "str | Format | None" = None, recipe: "Recipe |
     recipe = TensorScaling() if recipe is None else get_recipe(recipe)
     fmt = get_format(recipe.default_format if fmt is None else fmt)
     recipe.check_format(fmt)
+    if state is not None and not recipe.stateful:
+        raise ValueError(f"{type(recipe).__name__} keeps no state between calls; state= is for DelayedScaling")
+    _warn_if_graph_cut(x)
     xf = _as_float(x)
+    kw = {"state": state} if recipe.stateful else {}
     if xf.ndim > 0:
-        return recipe.quantize(xf, fmt)
-    q = recipe.quantize(xf.reshape(1), fmt)  # a 0-d input is quantized as one element
+        return recipe.quantize(xf, fmt, **kw)
+    q = recipe.quantize(xf.reshape(1), fmt, **kw)  # a 0-d input is quantized as one element
     zp = q.zero_point.reshape(()) if q.zero_point is not None else None
     return QTensor(q.codes.reshape(()), q.scales.reshape(()), q.format, scaling=q.scaling, block=(),
                    scale_format=q.scale_format, tensor_scale=q.tensor_scale, zero_point=zp, info=q.info, dtype=q.dtype)

@@ -4,7 +4,7 @@
 - :mod:`.params`: parameter counts and weight bytes in any format;
 - :mod:`.kvcache`: KV-cache bytes for MHA/GQA/MQA/MLA, sliding windows and scale overhead;
 - :mod:`.gpus` and :mod:`.fit`: GPU memory (GB vs GiB) and the context or batch that fits;
-- :mod:`.memory`: training memory per parameter by precision recipe, with ZeRO stages;
+- :mod:`.memory`: training memory per parameter by memory plan (what each state is stored in), with ZeRO stages;
 - :mod:`.kv_accuracy`: attention error with an FP8/FP4 KV cache against FP32;
 - :mod:`.units`: GB (10^9) and GiB (2^30), always labelled.
 
@@ -18,8 +18,8 @@ from .gpus import GPU, get_gpu, list_gpus
 from .kv_accuracy import kv_cache_accuracy
 from .kvcache import (SCALE_GRANULARITIES, KVCacheSize, kv_cache_bytes, kv_cache_size, kv_cache_table,
                       kv_elements_per_token)
-from .memory import (TRAINING_RECIPES, TrainingComponent, TrainingMemory, TrainingRecipe, get_training_recipe,
-                     list_training_recipes, training_memory)
+from .memory import (MEMORY_PLANS, TRAINING_RECIPES, MemoryPlan, TrainingComponent, TrainingMemory, TrainingRecipe,
+                     get_memory_plan, get_training_recipe, list_memory_plans, list_training_recipes, training_memory)
 from .models import ATTENTIONS, ModelConfig, get_model, list_models, model_info
 from .params import ParamCount, param_count, weights_bytes
 from .units import GB, GiB, bytes_per_element, format_bytes
@@ -35,8 +35,9 @@ __all__ = [
     # GPUs and fitting
     "GPU", "get_gpu", "list_gpus", "max_context", "max_batch", "fit_report", "FitReport", "memory_budget",
     # training memory
-    "training_memory", "TrainingMemory", "TrainingRecipe", "TrainingComponent", "TRAINING_RECIPES",
-    "get_training_recipe", "list_training_recipes",
+    "training_memory", "TrainingMemory", "MemoryPlan", "TrainingComponent", "MEMORY_PLANS",
+    "get_memory_plan", "list_memory_plans", "TrainingRecipe", "TRAINING_RECIPES", "get_training_recipe",
+    "list_training_recipes",
     # units
     "GB", "GiB", "format_bytes", "bytes_per_element",
 ]

@@ -7,15 +7,15 @@ raises, and ``fp8lab.cli.main`` turns that into a message on stderr and exit cod
     fp8lab kv --model llama-3-70b --seq 4096 --batch 1            # a table over dtypes
     fp8lab kv --model deepseek-v3 --seq 131072 --dtype fp8 --scales block --block-size 128
     fp8lab fit --model llama-3-70b --gpu h100 --weights-dtype fp8 --kv-dtype fp8
-    fp8lab memory --params 7e9                                    # a table over recipes
-    fp8lab memory --params 7.5e9 --recipe mixed-fp16 --num-gpus 64 --zero-stage 1
+    fp8lab memory --params 7e9                                    # a table over memory plans
+    fp8lab memory --params 7.5e9 --plan mixed-fp16 --num-gpus 64 --zero-stage 1
 
 >>> import argparse
 >>> parser = argparse.ArgumentParser(prog="fp8lab")
 >>> register(parser.add_subparsers(dest="command"))
->>> args = parser.parse_args(["memory", "--params", "7B", "--recipe", "fp32"])
+>>> args = parser.parse_args(["memory", "--params", "7B", "--plan", "fp32"])
 >>> args.func(args)  # doctest: +ELLIPSIS
-Training memory for 7.00B parameters, recipe fp32, per GPU...
+Training memory for 7.00B parameters, memory plan fp32, per GPU...
 0
 """
 
@@ -31,7 +31,7 @@ from ..tables import format_table
 from .fit import fit_report
 from .gpus import get_gpu, list_gpus
 from .kvcache import SCALE_GRANULARITIES, kv_cache_table, kv_elements_per_token
-from .memory import list_training_recipes, training_memory
+from .memory import list_memory_plans, training_memory
 from .models import get_model, list_models
 from .params import param_count
 from .units import GB, GiB
@@ -163,7 +163,7 @@ def _fit(args: argparse.Namespace) -> int:
 
 
 def _memory(args: argparse.Namespace) -> int:
-    """Training memory per parameter by recipe."""
+    """Training memory per parameter by memory plan."""
     if args.model:
         params = param_count(args.model).total
         what = f"{args.model} ({params / 1e9:.2f}B parameters)"
@@ -171,21 +171,21 @@ def _memory(args: argparse.Namespace) -> int:
         params, what = args.params, f"{args.params / 1e9:.2f}B parameters"
     zero = f", ZeRO-{args.zero_stage} over {args.num_gpus} GPUs" if args.zero_stage else \
         (f", {args.num_gpus} GPUs (replicated)" if args.num_gpus > 1 else "")
-    if args.recipe:
-        m = training_memory(params, args.recipe, num_gpus=args.num_gpus, zero_stage=args.zero_stage)
-        print(f"Training memory for {what}, recipe {m.recipe.name}{zero}, per GPU; activations not included")
-        print(f"{m.recipe.description}\nsource: {m.recipe.source}\nGB = 10^9 bytes, GiB = 2^30 bytes\n")
+    if args.plan:
+        m = training_memory(params, args.plan, num_gpus=args.num_gpus, zero_stage=args.zero_stage)
+        print(f"Training memory for {what}, memory plan {m.plan.name}{zero}, per GPU; activations not included")
+        print(f"{m.plan.description}\nsource: {m.plan.source}\nGB = 10^9 bytes, GiB = 2^30 bytes\n")
         print_table(["component", "dtype", "kind", "bytes/param", "bytes", "GB", "GiB"],
                     [[r["component"], r["dtype"], r["kind"], r["bytes_per_param"], r["bytes"], r["GB"], r["GiB"]]
                      for r in m.rows()])
         return 0
     rows = []
-    for name in list_training_recipes():
+    for name in list_memory_plans():
         m = training_memory(params, name, num_gpus=args.num_gpus, zero_stage=args.zero_stage)
-        rows.append([name, m.recipe.bytes_per_param, m.bytes_per_param, m.total_bytes, m.gb, m.gib])
+        rows.append([name, m.plan.bytes_per_param, m.bytes_per_param, m.total_bytes, m.gb, m.gib])
     print(f"Training memory for {what}{zero}, per GPU: weights, gradients and optimizer states "
           "(activations not included); GB = 10^9 bytes, GiB = 2^30 bytes\n")
-    print_table(["recipe", "bytes/param", "bytes/param/GPU", "bytes/GPU", "GB", "GiB"], rows)
+    print_table(["plan", "bytes/param", "bytes/param/GPU", "bytes/GPU", "GB", "GiB"], rows)
     return 0
 
 
@@ -225,12 +225,13 @@ def register(subparsers) -> None:
                      help="fraction of GPU memory to use (vLLM's default is 0.9; default here 1.0)")
     fit.set_defaults(func=_fit, command="fit")
 
-    mem = subparsers.add_parser("memory", help="training memory per parameter by precision recipe",
-                                description=f"Training memory. Recipes: {', '.join(list_training_recipes())}")
+    mem = subparsers.add_parser("memory", help="training memory per parameter by memory plan",
+                                description=f"Training memory. Memory plans: {', '.join(list_memory_plans())}")
     what = mem.add_mutually_exclusive_group(required=True)
     what.add_argument("--params", type=parse_count, help="parameter count, e.g. 7e9 or 70B")
     what.add_argument("--model", help="preset name; its parameter count is computed")
-    mem.add_argument("--recipe", default=None, help="recipe name (default: a table over all recipes)")
+    mem.add_argument("--plan", "--recipe", dest="plan", default=None,
+                     help="memory plan (--recipe is its old name; default: a table over all plans)")
     mem.add_argument("--num-gpus", type=positive_int, default=1, help="data-parallel GPUs (default 1)")
     mem.add_argument("--zero-stage", type=int, default=0, choices=[0, 1, 2, 3], help="ZeRO stage (default 0)")
     mem.set_defaults(func=_memory, command="memory")

@@ -1,9 +1,11 @@
-"""Training memory per parameter: weights, gradients and optimizer states, by precision recipe.
+"""Training memory per parameter: weights, gradients and optimizer states, by memory plan.
 
-A recipe lists what is stored for every parameter and in which format; bytes per parameter follow
+A :class:`MemoryPlan` lists what is stored for every parameter and in which format (the name
+"recipe" belongs to ``fp8lab.nn``'s training recipes and ``fp8lab.scaling``'s scaling rules; the
+old names ``TrainingRecipe``, ``get_training_recipe`` ... remain as aliases); bytes per parameter follow
 from the formats' bits. The ZeRO paper's mixed-precision Adam figure of 16 bytes per parameter
 (fp16 weights 2 + fp16 gradients 2 + fp32 master weights, momentum and variance 12; Rajbhandari et
-al. 2020, section 3.1) is the "mixed-fp16" recipe. ZeRO stages 1-3 partition the optimizer states,
+al. 2020, section 3.1) is the "mixed-fp16" plan. ZeRO stages 1-3 partition the optimizer states,
 then the gradients, then the weights over ``num_gpus`` data-parallel ranks. Activations are not
 included: they depend on batch, sequence length and recomputation, not on the parameter count.
 
@@ -23,8 +25,9 @@ from .params import resolve_params
 from ..validation import lookup_key
 from .units import GB, GiB, check_count, dtype_bits, format_bytes
 
-__all__ = ["TrainingComponent", "TrainingRecipe", "TrainingMemory", "TRAINING_RECIPES", "get_training_recipe",
-           "list_training_recipes", "training_memory"]
+__all__ = ["TrainingComponent", "MemoryPlan", "TrainingMemory", "MEMORY_PLANS", "get_memory_plan",
+           "list_memory_plans", "training_memory",
+           "TrainingRecipe", "TRAINING_RECIPES", "get_training_recipe", "list_training_recipes"]
 
 Kind = Literal["weights", "gradients", "optimizer"]
 
@@ -61,10 +64,10 @@ class TrainingComponent:
 
 
 @dataclass(frozen=True)
-class TrainingRecipe:
-    """A precision recipe: the per-parameter components and a sentence on where it comes from.
+class MemoryPlan:
+    """A memory plan: the per-parameter components (what is stored, in which format) and where it comes from.
 
-    >>> get_training_recipe("mixed-bf16").bytes_per_param
+    >>> get_memory_plan("mixed-bf16").bytes_per_param
     16.0
     """
 
@@ -75,14 +78,14 @@ class TrainingRecipe:
 
     def __post_init__(self) -> None:
         if not self.components:
-            raise ValueError(f"recipe {self.name!r} needs at least one component")
+            raise ValueError(f"memory plan {self.name!r} needs at least one component")
         object.__setattr__(self, "components", tuple(self.components))
 
     @property
     def bytes_per_param(self) -> float:
         """Bytes per parameter, all components together.
 
-        >>> get_training_recipe("deepseek-v3").bytes_per_param
+        >>> get_memory_plan("deepseek-v3").bytes_per_param
         12.0
         """
         return sum(c.bytes_per_param for c in self.components)
@@ -90,37 +93,37 @@ class TrainingRecipe:
     def bytes_per_param_of(self, kind: Kind) -> float:
         """Bytes per parameter of one kind ("weights", "gradients" or "optimizer").
 
-        >>> get_training_recipe("mixed-fp16").bytes_per_param_of("optimizer")   # ZeRO's K = 12
+        >>> get_memory_plan("mixed-fp16").bytes_per_param_of("optimizer")   # ZeRO's K = 12
         12.0
         """
         return sum(c.bytes_per_param for c in self.components if c.kind == kind)
 
 
 _C = TrainingComponent
-#: The built-in recipes, by name.
-TRAINING_RECIPES: dict[str, TrainingRecipe] = {r.name: r for r in (
-    TrainingRecipe("fp32", (_C("weights", "float32", "weights"), _C("gradients", "float32", "gradients"),
+#: The built-in plans, by name.
+MEMORY_PLANS: dict[str, MemoryPlan] = {r.name: r for r in (
+    MemoryPlan("fp32", (_C("weights", "float32", "weights"), _C("gradients", "float32", "gradients"),
                             _C("adam_m", "float32", "optimizer"), _C("adam_v", "float32", "optimizer")),
                    "everything in FP32: the weights are their own master copy",
                    "plain Adam/AdamW in single precision"),
-    TrainingRecipe("mixed-fp16", (_C("weights", "float16", "weights"), _C("gradients", "float16", "gradients"),
+    MemoryPlan("mixed-fp16", (_C("weights", "float16", "weights"), _C("gradients", "float16", "gradients"),
                                   _C("master_weights", "float32", "optimizer"), _C("adam_m", "float32", "optimizer"),
                                   _C("adam_v", "float32", "optimizer")),
                    "FP16 weights and gradients, FP32 master weights and Adam moments",
                    "Micikevicius et al. 2018 (arXiv 1710.03740); ZeRO, Rajbhandari et al. 2020 (arXiv 1910.02054) "
                    "section 3.1: 2 + 2 + 12 = 16 bytes per parameter"),
-    TrainingRecipe("mixed-bf16", (_C("weights", "bfloat16", "weights"), _C("gradients", "bfloat16", "gradients"),
+    MemoryPlan("mixed-bf16", (_C("weights", "bfloat16", "weights"), _C("gradients", "bfloat16", "gradients"),
                                   _C("master_weights", "float32", "optimizer"), _C("adam_m", "float32", "optimizer"),
                                   _C("adam_v", "float32", "optimizer")),
                    "as mixed-fp16 with BF16 in place of FP16 (no loss scaling needed): 16 bytes per parameter",
                    "the ZeRO mixed-precision accounting with BF16 working copies"),
-    TrainingRecipe("fp8", (_C("weights_fp8", "float8_e4m3fn", "weights"), _C("gradients", "bfloat16", "gradients"),
+    MemoryPlan("fp8", (_C("weights_fp8", "float8_e4m3fn", "weights"), _C("gradients", "bfloat16", "gradients"),
                            _C("master_weights", "float32", "optimizer"), _C("adam_m", "float32", "optimizer"),
                            _C("adam_v", "float32", "optimizer")),
                    "FP8 (E4M3) copy of the weights for the GEMMs, BF16 gradients, FP32 master weights and Adam "
                    "moments; frameworks that also keep a BF16 weight copy add 2 bytes",
                    "FP8 training as in NVIDIA Transformer Engine (weights cast to FP8 per GEMM)"),
-    TrainingRecipe("deepseek-v3", (_C("master_weights", "float32", "optimizer"),
+    MemoryPlan("deepseek-v3", (_C("master_weights", "float32", "optimizer"),
                                    _C("gradients", "float32", "gradients"),
                                    _C("adam_m", "bfloat16", "optimizer"), _C("adam_v", "bfloat16", "optimizer")),
                    "FP32 master weights and FP32 gradient accumulation, BF16 AdamW moments; the FP8 weight "
@@ -129,34 +132,34 @@ TRAINING_RECIPES: dict[str, TrainingRecipe] = {r.name: r for r in (
 )}
 
 
-def list_training_recipes() -> list[str]:
-    """Names of the built-in training recipes.
+def list_memory_plans() -> list[str]:
+    """Names of the built-in memory plans.
 
-    >>> list_training_recipes()
+    >>> list_memory_plans()
     ['fp32', 'mixed-fp16', 'mixed-bf16', 'fp8', 'deepseek-v3']
     """
-    return list(TRAINING_RECIPES)
+    return list(MEMORY_PLANS)
 
 
-def get_training_recipe(name: "str | TrainingRecipe") -> TrainingRecipe:
-    """A built-in recipe by name (a TrainingRecipe passes through); unknown names raise listing the known ones.
+def get_memory_plan(name: "str | MemoryPlan") -> MemoryPlan:
+    """A built-in plan by name (a MemoryPlan passes through); unknown names raise listing the known ones.
 
-    >>> [c.name for c in get_training_recipe("fp32").components]
+    >>> [c.name for c in get_memory_plan("fp32").components]
     ['weights', 'gradients', 'adam_m', 'adam_v']
     """
-    if isinstance(name, TrainingRecipe):
+    if isinstance(name, MemoryPlan):
         return name
     if not isinstance(name, str):
-        raise TypeError(f"a recipe is a name (str) or a TrainingRecipe, got {type(name).__name__}")
-    by_key = {lookup_key(k): r for k, r in TRAINING_RECIPES.items()}
+        raise TypeError(f"a memory plan is a name (str) or a MemoryPlan, got {type(name).__name__}")
+    by_key = {lookup_key(k): r for k, r in MEMORY_PLANS.items()}
     if lookup_key(name) not in by_key:
-        raise ValueError(f"unknown training recipe {name!r}; known recipes: {', '.join(TRAINING_RECIPES)}")
+        raise ValueError(f"unknown memory plan {name!r}; known plans: {', '.join(MEMORY_PLANS)}")
     return by_key[lookup_key(name)]
 
 
 @dataclass(frozen=True)
 class TrainingMemory:
-    """Per-GPU training memory for a parameter count under a recipe and a ZeRO stage.
+    """Per-GPU training memory for a parameter count under a memory plan and a ZeRO stage.
 
     >>> m = training_memory(7e9, "mixed-bf16")
     >>> m.total_bytes, m.bytes_per_param
@@ -164,9 +167,18 @@ class TrainingMemory:
     """
 
     params: int
-    recipe: TrainingRecipe
+    plan: MemoryPlan
     num_gpus: int = 1
     zero_stage: int = 0
+
+    @property
+    def recipe(self) -> MemoryPlan:
+        """The plan under its old name.
+
+        >>> training_memory(7e9, "fp32").recipe.name
+        'fp32'
+        """
+        return self.plan
 
     def component_bytes(self) -> list[tuple[TrainingComponent, int]]:
         """(component, bytes on each GPU) pairs; partitioned components are divided by ``num_gpus``.
@@ -177,7 +189,7 @@ class TrainingMemory:
         partitioned = {"optimizer": self.zero_stage >= 1, "gradients": self.zero_stage >= 2,
                        "weights": self.zero_stage >= 3}
         out = []
-        for c in self.recipe.components:
+        for c in self.plan.components:
             total = self.params * dtype_bits(c.dtype)  # bits
             share = -(-total // self.num_gpus) if partitioned[c.kind] else total
             out.append((c, -(-share // 8)))
@@ -227,22 +239,23 @@ class TrainingMemory:
         """
         rows = [{"component": c.name, "dtype": c.dtype, "kind": c.kind, "bytes_per_param": c.bytes_per_param,
                  "bytes": n, "GB": n / GB, "GiB": n / GiB} for c, n in self.component_bytes()]
-        rows.append({"component": "total", "dtype": "", "kind": "", "bytes_per_param": self.recipe.bytes_per_param,
+        rows.append({"component": "total", "dtype": "", "kind": "", "bytes_per_param": self.plan.bytes_per_param,
                      "bytes": self.total_bytes, "GB": self.gb, "GiB": self.gib})
         return rows
 
     def __str__(self) -> str:
         zero = f", ZeRO-{self.zero_stage} over {self.num_gpus} GPUs" if self.zero_stage else \
             (f", {self.num_gpus} GPUs (replicated)" if self.num_gpus > 1 else "")
-        return (f"{self.recipe.name}, {self.params / 1e9:.2f}B parameters{zero}: "
+        return (f"{self.plan.name}, {self.params / 1e9:.2f}B parameters{zero}: "
                 f"{format_bytes(self.total_bytes)} per GPU")
 
 
-def training_memory(params: "Real | str | ModelConfig", recipe: "str | TrainingRecipe" = "mixed-bf16", *,
-                    num_gpus: int = 1, zero_stage: int = 0) -> TrainingMemory:
+def training_memory(params: "Real | str | ModelConfig", plan: "str | MemoryPlan" = "mixed-bf16", *,
+                    num_gpus: int = 1, zero_stage: int = 0, recipe: "str | MemoryPlan | None" = None) -> TrainingMemory:
     """Per-GPU memory of weights, gradients and optimizer states for ``params`` parameters (or a model).
 
     ``zero_stage`` 1 partitions optimizer states over ``num_gpus``, 2 also gradients, 3 also weights.
+    ``recipe=`` is the old name of ``plan=``.
 
     >>> [round(training_memory(7.5e9, "mixed-fp16", num_gpus=64, zero_stage=s).gb, 2) for s in range(4)]
     [120.0, 31.41, 16.64, 1.88]
@@ -252,4 +265,13 @@ def training_memory(params: "Real | str | ModelConfig", recipe: "str | TrainingR
     zero_stage = check_count("zero_stage", zero_stage, minimum=0)
     if zero_stage > 3:
         raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage}")
-    return TrainingMemory(params=n, recipe=get_training_recipe(recipe), num_gpus=num_gpus, zero_stage=zero_stage)
+    if recipe is not None:
+        plan = recipe
+    return TrainingMemory(params=n, plan=get_memory_plan(plan), num_gpus=num_gpus, zero_stage=zero_stage)
+
+
+# the names these had before "recipe" came to mean fp8lab.nn's training recipes
+TrainingRecipe = MemoryPlan
+TRAINING_RECIPES = MEMORY_PLANS
+get_training_recipe = get_memory_plan
+list_training_recipes = list_memory_plans

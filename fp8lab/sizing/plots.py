@@ -25,7 +25,7 @@ from ..viz import figure_and_axes
 from .fit import max_context
 from .gpus import GPU, get_gpu
 from .kvcache import kv_cache_size, kv_elements_per_token
-from .memory import TrainingRecipe, get_training_recipe, list_training_recipes
+from .memory import MemoryPlan, get_memory_plan, list_memory_plans
 from .models import ModelConfig, get_model
 from .units import GiB, KiB
 
@@ -214,16 +214,16 @@ def plot_kv_accuracy(rows: Sequence[dict], *, ax: Axes | None = None) -> Figure:
     return fig
 
 
-def plot_training_memory(recipes: "Sequence[str | TrainingRecipe] | None" = None, *,
+def plot_training_memory(recipes: "Sequence[str | MemoryPlan] | None" = None, *,
                          ax: Axes | None = None) -> Figure:
     """Draw the training bytes per parameter of each recipe as a bar stacked by weights, gradients and optimizer states.
 
     >>> plot_training_memory(["fp32", "deepseek-v3"]).axes[0].get_title().splitlines()[0]
     'Bytes per parameter: from 12 (deepseek-v3) to 16 (fp32)'
     """
-    recs = [get_training_recipe(r) for r in (list_training_recipes() if recipes is None else recipes)]
+    recs = [get_memory_plan(r) for r in (list_memory_plans() if recipes is None else recipes)]
     if not recs:
-        raise ValueError("give at least one training recipe")
+        raise ValueError("give at least one memory plan")
     fig, ax = figure_and_axes(ax, (8, 4))
     x = np.arange(len(recs))
     bottom = np.zeros(len(recs))
