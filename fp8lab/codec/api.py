@@ -101,8 +101,8 @@ def dispatch(data, req: Request, gen=None, out=None):
     """
     path = select(req)
     fn = path.impl[req.op]
-    if path.name == "via_numpy" and _forced.get() == frozenset({"via_numpy"}):
-        token = _forced.set(None)  # forcing the hand-over leaves the numpy side its own choice
+    if path.name in ("via_numpy", "compose") and _forced.get() == frozenset({path.name}):
+        token = _forced.set(None)  # forcing a hand-over leaves the paths it hands to their own choice
         try:
             return fn(data, req, out) if req.op == "decode" else fn(data, req, gen)
         finally:

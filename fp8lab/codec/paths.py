@@ -247,7 +247,8 @@ def select(req: Request) -> CodecPath:
     for p in PATHS:
         if p.name in disabled or (forced is not None and p.name not in forced and p.name != "compose"):
             continue
-        if p.name == "compose" and forced is not None and any(req.op in _BY_NAME[n].ops for n in forced):
+        if p.name == "compose" and forced is not None and "compose" not in forced and \
+                any(req.op in _BY_NAME[n].ops for n in forced):
             continue  # a forced quantize path exists: do not fall back to composing
         why = p.applies(req)
         if why is None:

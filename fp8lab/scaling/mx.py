@@ -77,6 +77,9 @@ def mx_scale_exponents(amax: np.ndarray, fmt: Format, scale_rounding: str = "flo
     zero = ~(amax > 0)
     a = np.where(zero, 1.0, amax)
     emax = emax_elem(fmt)
+    if scale_rounding in ("rceil", "even") and np.any(np.isfinite(a) & (a > np.finfo(np.float32).max)):
+        raise ValueError(f"scale_rounding={scale_rounding!r} computes in float32, as the hardware does, and amax "
+                         f"{float(a[np.isfinite(a)].max()):.4g} is beyond float32's range; scale the input down first")
     if scale_rounding == "floor":
         k = np.frexp(a)[1] - 1 - emax
     elif scale_rounding == "ceil":
