@@ -18,6 +18,17 @@ from .sizing import __all__ as _sizing_all
 
 __version__ = "0.1.0"
 
+#: Subpackages loaded on first use (``fl.nn``, ``fl.interview``, ``fl.labs``), so ``import fp8lab`` stays light.
+_LAZY_SUBMODULES = ("nn", "interview", "labs", "viz", "widgets", "course", "hardware")
+
+
+def __getattr__(name: str):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'fp8lab' has no attribute {name!r}")
+
 __all__ = [
     "FloatFormat", "IntFormat", "get_format", "list_formats", "register_format",
     "encode", "decode", "quantize", "decode_table", "explain", "Explanation", "QTensor",

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ._optional import require
 from .codec import decode
 from .anatomy import bit_string, explain, fields
 from .formats import FloatFormat, Format
@@ -107,7 +108,7 @@ def bit_flipper(fmt: "str | Format" = "e4m3", code: int = 0x38) -> Any:
 
     Needs ipywidgets; the returned ``VBox`` has ``.buttons`` (most significant first) and ``.text``.
     """
-    import ipywidgets as w
+    w = require("ipywidgets", "fp8lab's widgets")
 
     f = get_format(fmt)
     code = _check_code(code, f)
@@ -137,7 +138,7 @@ def value_explorer(x: float = 0.1, fmt: "str | Format" = "e4m3") -> Any:
 
     Needs ipywidgets; the returned ``VBox`` has ``.number``, ``.format``, ``.saturate`` and ``.text``.
     """
-    import ipywidgets as w
+    w = require("ipywidgets", "fp8lab's widgets")
 
     number = w.FloatText(value=float(x), description="x")
     menu = w.Dropdown(options=[g.name for g in list_formats()], value=get_format(fmt).name, description="format")

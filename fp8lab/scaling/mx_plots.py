@@ -17,6 +17,10 @@ import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from .._optional import require
+
+require("matplotlib", "fp8lab's plots")  # an ImportError that names the extra to install, if it is missing
+
 from matplotlib.figure import Figure
 
 from ..formats import Format
@@ -300,7 +304,7 @@ def mx_block_explorer(amax: float = 957.0, fmt: "str | Format" = "e4m3") -> Any:
 
     The returned ``VBox`` has ``.amax``, ``.format`` and ``.text``.
     """
-    import ipywidgets as w
+    w = require("ipywidgets", "fp8lab's widgets")
 
     slider = w.FloatLogSlider(value=float(amax), base=2, min=-4, max=16, step=1 / 64, description="amax",
                               readout_format=".4g", continuous_update=False, layout=w.Layout(width="32em"))
