@@ -178,11 +178,12 @@ def execute_chapter(path: "str | os.PathLike[str]", *, cell_timeout: int = 60, t
         return ExecutedChapter(path, nb, tuple(seconds), time.monotonic() - t0)
 
 
-def run_on_their_own(path: "str | os.PathLike[str]", indices: Sequence[int], *, first: Sequence[int] = (0,),
+def run_on_their_own(path: "str | os.PathLike[str]", indices: Sequence[int], *, first: Sequence[int] | None = None,
                      cell_timeout: int = 60, threads: int | None = 1,
                      startup: Sequence[str] = (NO_BF16_MATMUL,)) -> dict[int, str | None]:
     """Run each cell of ``indices`` as after "restart kernel and run from here": an empty namespace, then
-    the ``first`` cells (the imports), then the cell. Returns, per index, None or the error it raised.
+    the ``first`` cells (default: the first code cell, the chapter's imports), then the cell. Returns,
+    per index, None or the error it raised.
 
     One kernel serves all cells: ``%reset -f`` empties the namespace between them (modules stay
     imported, as they would not after a real restart; what is checked is that a cell needs no
@@ -196,6 +197,8 @@ def run_on_their_own(path: "str | os.PathLike[str]", indices: Sequence[int], *, 
 
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
+    if first is None:
+        first = [next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")]
     results: dict[int, str | None] = {}
     with tempfile.TemporaryDirectory(prefix="fp8lab-startup-") as tmp:
         client = NotebookClient(nb, timeout=int(cell_timeout), kernel_name="python3",
