@@ -196,7 +196,7 @@ def _strip(markdown: str) -> str:
         if _CODE_LIKE.search(m.group(2)):
             text = _blank(text, m.start(), m.end())
         else:  # bit patterns such as `0 1111 110` or `S.1111.111` are codes, not numbers
-            for b in list(re.finditer(r"(?<![\d.])[01]{3,}(?![\d.])|(?<=\.)[01]{3,}", m.group(2))):
+            for b in list(re.finditer(r"\b[A-Za-z]\.[01]+\.[01]+\b|(?<![\d.])[01]{3,}(?![\d.])", m.group(2))):
                 text = _blank(text, m.start(2) + b.start(), m.start(2) + b.end())
     lines = []
     fenced = False
