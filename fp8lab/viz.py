@@ -182,22 +182,22 @@ def plot_rounding_error(x: "np.ndarray | Sequence[float]", fmt: "str | Format", 
     kept = finite & ~zero  # underflow (error -1) and overflow are counted in the title, not drawn
     rel = (q[kept] - xs[kept]) / xs[kept]
     u = f.epsilon / 2
-    edge = 4 * u  # the axis shows +-4u: the normal range's errors and a margin; larger ones are counted
+    edge = 4 * u  # the axis shows ±4u: the normal range's errors and a margin; larger ones are counted
     beyond = int(np.sum(np.abs(rel) > edge))
     fig, ax = figure_and_axes(ax, (8, 3.8))
     ax.hist(np.clip(rel, -edge, edge), bins=bins, range=(-edge, edge), color=COLORS["normal"], alpha=0.8)
     for s in (-u, u):
-        ax.axvline(s, color=COLORS["sign"], ls="--", lw=1, label="+-u = +-2^-%d (half of epsilon)" % (f.mantissa_bits + 1)
+        ax.axvline(s, color=COLORS["sign"], ls="--", lw=1, label="±u = ±2^-%d (half of epsilon)" % (f.mantissa_bits + 1)
                    if s > 0 else None)
     ax.set_xlim(-edge, edge)
-    ax.set_xlabel("relative error (quantize(x) - x) / x   (dimensionless; errors beyond +-4u piled at the edges)")
+    ax.set_xlabel("relative error (quantize(x) - x) / x   (dimensionless; errors beyond ±4u piled at the edges)")
     ax.set_yscale("log")
     ax.set_ylabel("number of inputs (log scale)")
     ax.legend(fontsize=7, loc="upper right")
     within = int(np.sum(np.abs(rel) <= u))
     share = within / rel.size if rel.size else 0.0
-    title = f"{f.name} ({rounding}): {within} of {rel.size} nonzero results ({share:.2%}) within +-u"
-    extra = [f"{beyond} beyond +-4u (max |error| {np.abs(rel).max():.3g})"] if beyond else []
+    title = f"{f.name} ({rounding}): {within} of {rel.size} nonzero results ({share:.2%}) within ±u"
+    extra = [f"{beyond} beyond ±4u (max |error| {np.abs(rel).max():.3g})"] if beyond else []
     if zero.any():
         extra.append(f"{int(zero.sum())} flushed to 0")
     if (~finite).any():

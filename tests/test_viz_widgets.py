@@ -179,7 +179,7 @@ def test_rounding_error_title_counts_underflow_and_overflow() -> None:
     x = np.array([1e-6, 1.0, 1.1, 1000.0], dtype=np.float32)
     fig = viz.plot_rounding_error(x, "e4m3")
     title = fig.axes[0].get_title()
-    assert "2 of 2 nonzero results (100.00%) within +-u" in title
+    assert "2 of 2 nonzero results (100.00%) within ±u" in title
     assert "1 flushed to 0" in title and "1 overflowed" in title
     assert "overflowed" not in viz.plot_rounding_error(x, "e4m3", saturate=True).axes[0].get_title()
 
