@@ -151,9 +151,11 @@ def plot_scale_map(q: Any, *, ax: Axes | None = None, title: str | None = None, 
                    mark_columns: Sequence[int] = ()) -> Figure:
     """Image of ``log2`` of each element's scale for a 2-D QTensor: the shape of the recipe's blocks.
 
+    Tensors larger than ``max_pixels`` per side are shown by the largest scale in each pixel.
+
     ``vmin``/``vmax`` fix the colour range (in log2 of the scale) so that several maps share one scale;
-    ``colorbar=False`` leaves the colour bar to the caller; ``mark_columns`` draws a tick above each
-    of those columns (outlier channels, say).
+    ``colorbar=False`` leaves the colour bar to the caller; ``mark_columns`` draws a red triangle above
+    each of those columns (outlier channels, say).
 
     >>> from fp8lab.scaling import BlockScaling, llm_activations
     >>> fig = plot_scale_map(quantize_tensor(llm_activations((64, 256)), "e4m3", BlockScaling((1, 128)))); type(fig).__name__
@@ -163,16 +165,19 @@ def plot_scale_map(q: Any, *, ax: Axes | None = None, title: str | None = None, 
         raise ValueError(f"plot_scale_map draws 2-D tensors, got shape {q.shape}")
     s = np.log2(np.asarray(to_numpy(q.expanded_scales()), dtype=np.float64))
     step = [max(1, math.ceil(n / max_pixels)) for n in s.shape]
+    # shrink to at most max_pixels per side by the largest scale in each pixel (a striding sample
+    # would drop single outlier columns); edges are padded with the minimum
+    pad = [(0, -n % k) for n, k in zip(s.shape, step)]
+    p = np.pad(s, pad, constant_values=np.nanmin(s)) if any(b for _, b in pad) else s
+    pooled = p.reshape(p.shape[0] // step[0], step[0], p.shape[1] // step[1], step[1]).max(axis=(1, 3))
     fig, ax = figure_and_axes(ax, (4.5, 3.6))
-    im = ax.imshow(s[:: step[0], :: step[1]], aspect="auto", interpolation="nearest", cmap="viridis",
+    im = ax.imshow(pooled, aspect="auto", interpolation="nearest", cmap="viridis",
                    extent=(0, s.shape[1], s.shape[0], 0), vmin=vmin, vmax=vmax)
     if colorbar:
         fig.colorbar(im, ax=ax, label="log2(scale)")
     cols = [int(c) for c in mark_columns]
     if cols:
-        ax.plot([c + 0.5 for c in cols], [0] * len(cols), "v", color=COLORS["sign"], ms=5, clip_on=False,
-                label="outlier channels")
-        ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.0), frameon=False, borderaxespad=0.1)
+        ax.plot([c + 0.5 for c in cols], [0] * len(cols), "v", color=COLORS["sign"], ms=5, clip_on=False)
     ax.set_xlabel("column (hidden channel)")
     ax.set_ylabel("row (token)")
     n = int(np.prod(q.scales.shape))
