@@ -1,13 +1,14 @@
 # Two commands set everything up on a fresh machine with Python 3.11 and make:
 #   make lab   - create .venv if needed, install the pinned dependencies, open the course in JupyterLab
 #   make test  - create .venv if needed and run every test
+#   make book  - execute every chapter and write the static HTML book to build/book/index.html
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: lab test test-fast bench venv clean exercises
+.PHONY: lab test test-fast bench venv clean exercises book
 
 venv: $(STAMP)
 
@@ -32,6 +33,9 @@ bench: $(STAMP)
 	$(PY) bench/codec.py
 	$(PY) bench/scaling.py
 	$(PY) bench/gemm.py
+
+book: $(STAMP)
+	$(PY) tools/book.py --out build/book --jobs $(JOBS)
 
 exercises: $(STAMP)
 	$(PY) -m fp8lab.labs generate
