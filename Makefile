@@ -1,13 +1,14 @@
 # Two commands set everything up on a fresh machine with Python 3.11 and make:
-#   make lab   - create .venv if needed, install the pinned dependencies, open the course in JupyterLab
+#   make lab   - create .venv if needed, install the pinned dependencies, open your copy of the course in JupyterLab
 #   make test  - create .venv if needed and run every test
+#   make book  - execute every chapter and write the static HTML book to build/book/index.html
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: lab test test-fast bench venv clean exercises
+.PHONY: lab lab-fresh test test-fast bench venv clean exercises book
 
 venv: $(STAMP)
 
@@ -19,8 +20,14 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	@touch $(STAMP)
 
+# make lab opens your own working copy of the course (my_course/, made from notebooks/ on first run,
+# never overwritten); extra JupyterLab arguments go in ARGS, e.g. make lab ARGS="--port=8890 --no-browser"
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+	$(PY) -m fp8lab.course.lab $(ARGS)
+
+# lab-fresh puts my_course/ aside (renamed with the date, nothing deleted) and starts from a new copy
+lab-fresh: $(STAMP)
+	$(PY) -m fp8lab.course.lab --fresh $(ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) --durations=15
@@ -32,6 +39,9 @@ bench: $(STAMP)
 	$(PY) bench/codec.py
 	$(PY) bench/scaling.py
 	$(PY) bench/gemm.py
+
+book: $(STAMP)
+	$(PY) tools/book.py --out build/book --jobs $(JOBS)
 
 exercises: $(STAMP)
 	$(PY) -m fp8lab.labs generate

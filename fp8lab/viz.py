@@ -114,26 +114,31 @@ def plot_value_grid(formats: "str | Format | Sequence[str | Format]", *, ax: Axe
             sub = v < f.min_normal
             ax.vlines(np.log2(v[~sub]), y - 0.3, y + 0.3, color=COLORS["normal"], lw=0.8)
             ax.vlines(np.log2(v[sub]), y - 0.3, y + 0.3, color=COLORS["subnormal"], lw=0.8)
-        else:
-            ax.fill_between([normal_lo, top], y - 0.3, y + 0.3, color=COLORS["normal"], alpha=0.35, lw=0)
+        else:  # too many values to draw one by one: a band, as dense as the ticks would be
+            ax.fill_between([normal_lo, top], y - 0.3, y + 0.3, color=COLORS["normal"], alpha=0.85, lw=0)
             if lo < normal_lo:
-                ax.fill_between([lo, normal_lo], y - 0.3, y + 0.3, color=COLORS["subnormal"], alpha=0.35, lw=0)
+                ax.fill_between([lo, normal_lo], y - 0.3, y + 0.3, color=COLORS["subnormal"], alpha=0.85, lw=0)
         ax.text(top, y + 0.34, f" max {f.max:.6g}", fontsize=8, va="bottom", ha="right")
-    ax.set_yticks(range(len(fmts)), [f"{f.name}\n{2 ** f.mantissa_bits} per binade" for f in reversed(fmts)])
-    ax.set_ylim(-0.6, len(fmts) - 0.3)
-    ax.set_xlabel("log2(value)   (x = k means the value 2^k)")
-    ax.plot([], [], color=COLORS["normal"], label="normal")
-    ax.plot([], [], color=COLORS["subnormal"], label="subnormal")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     span = {f.name: math.log2(f.max / f.min_subnormal) for f in fmts}
+    per = lambda f: f"2^{f.mantissa_bits}" if f.mantissa_bits > 4 else f"{2 ** f.mantissa_bits}"
+    ax.set_yticks(range(len(fmts)), [f"{f.name}\n{per(f)} per binade, {span[f.name]:.0f} binades"
+                                     for f in reversed(fmts)], fontsize=8)
+    ax.set_ylim(-0.6, len(fmts) - 0.3)
+    ax.set_xlabel("log2(value)   (x = k means the value 2^k; one unit = one binade, a factor of 2)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.plot([], [], color=COLORS["normal"], lw=4, label="normal values")
+    ax.plot([], [], color=COLORS["subnormal"], lw=4, label="subnormal values")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     if len(fmts) == 1:
         f = fmts[0]
-        title = f"{f.name}: {count} positive values over {span[f.name]:.1f} binades, {2 ** f.mantissa_bits} per binade"
+        title = f"{f.name}: {count} positive values over {span[f.name]:.1f} binades, {per(f)} per binade"
     else:
         wide = max(fmts, key=lambda f: span[f.name])
+        narrow = min(fmts, key=lambda f: span[f.name])
         dense = max(fmts, key=lambda f: f.mantissa_bits)
-        title = (f"Widest span: {wide.name}, {span[wide.name]:.1f} binades from min subnormal to max\n"
-                 f"Densest grid: {dense.name}, {2 ** dense.mantissa_bits} values per binade")
+        sparse = min(fmts, key=lambda f: f.mantissa_bits)
+        title = (f"Range: {wide.name} spans {span[wide.name]:.0f} binades, {narrow.name} {span[narrow.name]:.1f}\n"
+                 f"Precision: {dense.name} has {per(dense)} values per binade, {sparse.name} {per(sparse)}")
     ax.set_title(title, fontsize=10)
     return fig
 
@@ -180,23 +185,28 @@ def plot_rounding_error(x: "np.ndarray | Sequence[float]", fmt: "str | Format", 
     finite, zero = np.isfinite(q), q == 0
     kept = finite & ~zero  # underflow (error -1) and overflow are counted in the title, not drawn
     rel = (q[kept] - xs[kept]) / xs[kept]
-    fig, ax = figure_and_axes(ax, (8, 3.8))
-    ax.hist(rel, bins=bins, color=COLORS["normal"], alpha=0.8)
     u = f.epsilon / 2
+    edge = 4 * u  # the axis shows ±4u: the normal range's errors and a margin; larger ones are counted
+    beyond = int(np.sum(np.abs(rel) > edge))
+    fig, ax = figure_and_axes(ax, (8, 3.8))
+    ax.hist(np.clip(rel, -edge, edge), bins=bins, range=(-edge, edge), color=COLORS["normal"], alpha=0.8)
     for s in (-u, u):
-        ax.axvline(s, color=COLORS["sign"], ls="--", lw=1)
-    ax.set_xlabel("relative error (quantize(x) - x) / x   (dimensionless)")
+        ax.axvline(s, color=COLORS["sign"], ls="--", lw=1, label="±u = ±2^-%d (half of epsilon)" % (f.mantissa_bits + 1)
+                   if s > 0 else None)
+    ax.set_xlim(-edge, edge)
+    ax.set_xlabel("relative error (quantize(x) - x) / x   (dimensionless; errors beyond ±4u piled at the edges)")
     ax.set_yscale("log")
     ax.set_ylabel("number of inputs (log scale)")
-    k = f.mantissa_bits + 1
+    ax.legend(fontsize=7, loc="upper right")
     within = int(np.sum(np.abs(rel) <= u))
-    title = f"{f.name} ({rounding}): |relative error| <= 2^-{k} for {within} of {rel.size} nonzero results"
-    extra = [f"max |error| {np.abs(rel).max():.3g}"] if rel.size else []
+    share = within / rel.size if rel.size else 0.0
+    title = f"{f.name} ({rounding}): {within} of {rel.size} nonzero results ({share:.2%}) within ±u"
+    extra = [f"{beyond} beyond ±4u (max |error| {np.abs(rel).max():.3g})"] if beyond else []
     if zero.any():
-        extra.append(f"{int(zero.sum())} inputs underflowed to 0")
+        extra.append(f"{int(zero.sum())} flushed to 0")
     if (~finite).any():
-        extra.append(f"{int((~finite).sum())} overflowed to inf/NaN")
-    ax.set_title(title + "\n" + "; ".join(extra), fontsize=10)
+        extra.append(f"{int((~finite).sum())} overflowed")
+    ax.set_title(title + ("\n" + "; ".join(extra) if extra else ""), fontsize=9)
     return fig
 
 

@@ -126,7 +126,10 @@ def bit_flipper(fmt: "str | Format" = "e4m3", code: int = 0x38) -> Any:
 
     for btn in buttons:
         btn.observe(refresh, names="value")
-    legend = w.HTML(f"<small>{f.name}: red = sign, blue = exponent, green = mantissa; "
+    swatch = lambda var, text: f"<span style='color:var({var})'><b>{text}</b></span>"
+    legend = w.HTML(f"<small>{f.name}: {swatch('--jp-error-color1', 'red')} = sign, "
+                    f"{swatch('--jp-info-color1', 'teal')} = exponent, "
+                    f"{swatch('--jp-success-color1', 'green')} = mantissa (the button colours); "
                     "click a bit to flip it</small>")
     box = w.VBox([legend, w.HBox(buttons), text])
     box.buttons, box.text = buttons, text

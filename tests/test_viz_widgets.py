@@ -171,16 +171,16 @@ def test_relative_spacing_title_states_the_epsilon_of_each_format() -> None:
 def test_value_grid_title_names_the_widest_and_densest() -> None:
     title = viz.plot_value_grid(["e4m3", "e5m2"]).axes[0].get_title()
     span = math.log2(57344 / 2.0**-16)
-    assert f"Widest span: float8_e5m2, {span:.1f} binades" in title
-    assert "Densest grid: float8_e4m3fn, 8 values per binade" in title
+    assert f"Range: float8_e5m2 spans {span:.0f} binades" in title
+    assert "Precision: float8_e4m3fn has 8 values per binade, float8_e5m2 4" in title
 
 
 def test_rounding_error_title_counts_underflow_and_overflow() -> None:
     x = np.array([1e-6, 1.0, 1.1, 1000.0], dtype=np.float32)
     fig = viz.plot_rounding_error(x, "e4m3")
     title = fig.axes[0].get_title()
-    assert "for 2 of 2 nonzero results" in title
-    assert "1 inputs underflowed to 0" in title and "1 overflowed to inf/NaN" in title
+    assert "2 of 2 nonzero results (100.00%) within ±u" in title
+    assert "1 flushed to 0" in title and "1 overflowed" in title
     assert "overflowed" not in viz.plot_rounding_error(x, "e4m3", saturate=True).axes[0].get_title()
 
 

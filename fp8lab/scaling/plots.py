@@ -141,15 +141,25 @@ def plot_scale_sweep(x: Any, formats: "Sequence[str | Format]", margins: Sequenc
         flat = m[s >= np.nanmax(s) - tolerance_db]
         widths.append(f"{f.name} {flat.max() - flat.min() + 1} binades")
     ax.axvline(0, color="0.4", ls="--", lw=1)
-    ax.set_xlabel("margin m: scale = amax / fmt.max x 2^m   (m < 0 clips the largest values)")
+    step = max(1, math.ceil((m.max() - m.min()) / 12)) if m.size else 1
+    ax.set_xticks(range(int(m.min()), int(m.max()) + 1, step) if m.size else [])
+    ax.set_xlabel("margin m (binades of headroom): scale = amax / fmt.max x 2^m   (m < 0 clips the largest values)")
     ax.set_ylabel("SQNR (dB)")
     ax.legend(fontsize=8)
     ax.set_title(f"Scales within {tolerance_db:g} dB of the best: " + ", ".join(widths), fontsize=10)
     return fig
 
 
-def plot_scale_map(q: Any, *, ax: Axes | None = None, title: str | None = None, max_pixels: int = 256) -> Figure:
+def plot_scale_map(q: Any, *, ax: Axes | None = None, title: str | None = None, max_pixels: int = 256,
+                   vmin: float | None = None, vmax: float | None = None, colorbar: bool = True,
+                   mark_columns: Sequence[int] = ()) -> Figure:
     """Image of ``log2`` of each element's scale for a 2-D QTensor: the shape of the recipe's blocks.
+
+    Tensors larger than ``max_pixels`` per side are shown by the largest scale in each pixel.
+
+    ``vmin``/``vmax`` fix the colour range (in log2 of the scale) so that several maps share one scale;
+    ``colorbar=False`` leaves the colour bar to the caller; ``mark_columns`` draws a red triangle above
+    each of those columns (outlier channels, say).
 
     >>> from fp8lab.scaling import BlockScaling, llm_activations
     >>> fig = plot_scale_map(quantize_tensor(llm_activations((64, 256)), "e4m3", BlockScaling((1, 128)))); type(fig).__name__
@@ -159,10 +169,19 @@ def plot_scale_map(q: Any, *, ax: Axes | None = None, title: str | None = None, 
         raise ValueError(f"plot_scale_map draws 2-D tensors, got shape {q.shape}")
     s = np.log2(np.asarray(to_numpy(q.expanded_scales()), dtype=np.float64))
     step = [max(1, math.ceil(n / max_pixels)) for n in s.shape]
+    # shrink to at most max_pixels per side by the largest scale in each pixel (a striding sample
+    # would drop single outlier columns); edges are padded with the minimum
+    pad = [(0, -n % k) for n, k in zip(s.shape, step)]
+    p = np.pad(s, pad, constant_values=np.nanmin(s)) if any(b for _, b in pad) else s
+    pooled = p.reshape(p.shape[0] // step[0], step[0], p.shape[1] // step[1], step[1]).max(axis=(1, 3))
     fig, ax = figure_and_axes(ax, (4.5, 3.6))
-    im = ax.imshow(s[:: step[0], :: step[1]], aspect="auto", interpolation="nearest", cmap="viridis",
-                   extent=(0, s.shape[1], s.shape[0], 0))
-    fig.colorbar(im, ax=ax, label="log2(scale)")
+    im = ax.imshow(pooled, aspect="auto", interpolation="nearest", cmap="viridis",
+                   extent=(0, s.shape[1], s.shape[0], 0), vmin=vmin, vmax=vmax)
+    if colorbar:
+        fig.colorbar(im, ax=ax, label="log2(scale)")
+    cols = [int(c) for c in mark_columns]
+    if cols:
+        ax.plot([c + 0.5 for c in cols], [0] * len(cols), "v", color=COLORS["sign"], ms=5, clip_on=False)
     ax.set_xlabel("column (hidden channel)")
     ax.set_ylabel("row (token)")
     n = int(np.prod(q.scales.shape))
@@ -283,10 +302,10 @@ def plot_loss_scale(scales: Sequence[float], skipped: Sequence[bool], *,
     if underflow is not None:
         tw = ax.twinx()
         for i, (name, frac) in enumerate(underflow.items()):
-            tw.plot(steps, np.asarray(frac, dtype=np.float64), color=f"{0.3 + 0.3 * (i % 2)}", lw=1,
-                    ls=("-", "--", ":")[i % 3], label=f"flushed to 0: {name}")
+            tw.plot(steps, np.asarray(frac, dtype=np.float64), color=("#9467bd", "0.45", "#8c564b")[i % 3], lw=1.4,
+                    ls=("-", "--", ":")[i % 3], label=f"flushed to 0: {name}", zorder=3)
         tw.set_ylabel("fraction of gradients flushed to 0")
-        tw.set_ylim(0, 1)
+        tw.set_ylim(-0.04, 1)  # a series that stays at 0 shows above the axis line
         h2, l2 = tw.get_legend_handles_labels()
         handles, labels = handles + h2, labels + l2
     ax.legend(handles, labels, fontsize=8, loc="lower right")

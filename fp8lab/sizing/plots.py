@@ -242,6 +242,7 @@ def plot_training_memory(recipes: "Sequence[str | MemoryPlan] | None" = None, *,
     for xi, t in zip(x, bottom):
         ax.text(xi, t, f"{t:g}", ha="center", va="bottom", fontsize=9)
     ax.set_xticks(x, [r.name for r in recs])
+    ax.set_xlabel("training recipe (fp8lab.get_training_recipe name)")
     ax.set_ylabel("bytes per parameter")
     ax.set_ylim(0, bottom.max() * 1.12)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))

@@ -1,0 +1,252 @@
+"""Build the course as a static HTML book: every chapter executed, figures embedded, links working, a contents page.
+
+    .venv/bin/python tools/book.py [--out build/book] [--jobs 2] [--executed DIR]
+
+1. Execute each ``notebooks/NN_*.ipynb`` headless (nbclient, ``--jobs`` kernels at a time) in a
+   scratch copy, from the ``notebooks/`` folder as the tests do. The tracked notebooks are never
+   written. ``--executed DIR`` takes already executed notebooks of the same names from DIR instead
+   (a notebook missing there is executed).
+2. Convert each to HTML with nbconvert's ``lab`` template: figures are inlined as ``data:`` URIs,
+   the CSS is inlined, nothing is fetched at build time. Links to ``*.ipynb`` become ``*.html``;
+   widget outputs (they need a live kernel) become a note pointing at ``make lab``; every page gets a
+   bar with the contents, the previous and the next chapter.
+3. Write ``index.html``: the table of contents (number, title, opening question of each chapter)
+   and the glossary taken from the welcome chapter's "Glossary" section, also as ``glossary.html``.
+
+Everything goes to ``--out`` (git-ignored ``build/book`` by default), replaced on each run.
+A chapter that raises stops the build with its name and the error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import copy
+import html
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+CHAPTER = re.compile(r"^(\d\d)_[A-Za-z0-9_]+\.ipynb$")
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+WIDGET_NOTE = ("<p class='fp8lab-widget-note'><em>Interactive widget: it needs a live kernel. Open this chapter "
+               "with <code>make lab</code> to use it; the plain function above it gives the same answers.</em></p>")
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """One chapter of the book: its notebook, number, title and opening question."""
+
+    path: Path
+    number: str
+    title: str
+    hook: str
+
+    @property
+    def html_name(self) -> str:
+        return self.path.stem + ".html"
+
+
+def chapters(folder: Path = NOTEBOOKS) -> list[Chapter]:
+    """The course chapters in ``folder`` (files named ``NN_name.ipynb``), in order, with titles and hooks."""
+    out = []
+    for path in sorted(folder.glob("*.ipynb")):
+        m = CHAPTER.match(path.name)
+        if not m:
+            continue
+        nb = nbformat.read(path, as_version=4)
+        first = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
+        lines = first.strip().splitlines()
+        title = lines[0].lstrip("# ").strip() if lines else path.stem
+        hook = " ".join(line.lstrip("> ").strip() for line in lines if line.startswith(">"))
+        out.append(Chapter(path, m.group(1), title, hook))
+    return out
+
+
+def execute(path: Path, cell_timeout: int = 300) -> tuple[str, nbformat.NotebookNode, float]:
+    """Run one notebook headless from its folder with the course's runner; returns (name, executed notebook, seconds).
+
+    :func:`fp8lab.course.execute.execute_chapter` is the runner the notebook tests use: it avoids
+    nbclient's widget stall and runs each kernel single-threaded (two kernels share two cores here).
+    """
+    from fp8lab.course.execute import execute_chapter
+
+    run = execute_chapter(path, cell_timeout=cell_timeout)
+    return path.name, run.notebook, run.wall_seconds
+
+
+def clean_outputs(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy with widget outputs replaced by a note (their text repr says nothing without a kernel) and no widget state."""
+    nb = copy.deepcopy(nb)
+    nb.metadata.pop("widgets", None)  # else the page would load a widget manager from a CDN
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        outs = []
+        for o in cell.get("outputs", []):
+            if o.get("output_type") in ("display_data", "execute_result") and WIDGET_MIME in o.get("data", {}):
+                outs.append(nbformat.v4.new_output("display_data", data={"text/html": WIDGET_NOTE}))
+            else:
+                outs.append(o)
+        cell.outputs = outs
+    return nb
+
+
+LINK = re.compile(r'href="(?![a-zA-Z][a-zA-Z0-9+.-]*:|#|/)([^"#?]+?)\.ipynb((?:#[^"]*)?)"')
+
+
+def rewrite_links(page: str) -> str:
+    """Relative links to ``*.ipynb`` become links to ``*.html`` (anchors kept); absolute URLs are left alone.
+
+    >>> rewrite_links('<a href="03_fp8.ipynb#2">x</a> <a href="https://x.org/a.ipynb">y</a>')
+    '<a href="03_fp8.html#2">x</a> <a href="https://x.org/a.ipynb">y</a>'
+    """
+    return LINK.sub(lambda m: f'href="{m.group(1)}.html{m.group(2)}"', page)
+
+
+STYLE = """<style>
+.fp8lab-nav{font:14px system-ui,sans-serif;padding:8px 16px;border-bottom:1px solid #ddd;background:#fafafa;
+position:sticky;top:0;z-index:10}.fp8lab-nav a{margin-right:1.5em}
+.fp8lab-book{font:16px/1.5 system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em}
+.fp8lab-book td,.fp8lab-book th{vertical-align:top;padding:4px 8px;border-bottom:1px solid #eee;text-align:left}
+</style>"""
+
+
+def nav_bar(i: int, chs: list[Chapter]) -> str:
+    parts = ['<a href="index.html">Contents</a>']
+    if i > 0:
+        parts.append(f'<a href="{chs[i - 1].html_name}">&larr; {html.escape(chs[i - 1].title)}</a>')
+    if i + 1 < len(chs):
+        parts.append(f'<a href="{chs[i + 1].html_name}">{html.escape(chs[i + 1].title)} &rarr;</a>')
+    return f'<nav class="fp8lab-nav">{"".join(parts)}</nav>'
+
+
+def to_html(nb: nbformat.NotebookNode, title: str) -> str:
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="lab")
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
+    return body
+
+
+def glossary_section(welcome: nbformat.NotebookNode | None) -> str:
+    """The markdown of the welcome chapter's section whose heading contains "Glossary" (to the next heading of its level)."""
+    if welcome is None:
+        return ""
+    text = "\n\n".join(c.source for c in welcome.cells if c.cell_type == "markdown")
+    lines = text.splitlines()
+    start, level = None, 0
+    for i, line in enumerate(lines):
+        m = re.match(r"^(#+)\s", line)
+        if m and "glossary" in line.lower() and start is None:
+            start, level = i, len(m.group(1))
+        elif m and start is not None and len(m.group(1)) <= level:
+            return "\n".join(lines[start:i])
+    return "\n".join(lines[start:]) if start is not None else ""
+
+
+def markdown_to_html(text: str) -> str:
+    import mistune
+
+    return mistune.create_markdown(plugins=["table", "strikethrough"], escape=False)(text)
+
+
+def index_page(chs: list[Chapter], glossary_md: str, times: dict[str, float]) -> str:
+    rows = "".join(
+        f'<tr><td>{c.number}</td><td><a href="{c.html_name}">{html.escape(c.title)}</a></td>'
+        f"<td>{html.escape(c.hook)}</td></tr>" for c in chs)
+    glossary = (f'<section id="glossary">{rewrite_links(markdown_to_html(glossary_md))}</section>'
+                if glossary_md else "<p>(The welcome chapter has no Glossary section yet.)</p>")
+    built = time.strftime("%Y-%m-%d %H:%M")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>fp8lab: the course</title>{STYLE}</head>"
+            f"<body><div class='fp8lab-book'><h1>fp8lab: low-precision numerics for large models</h1>"
+            f"<p>The executed course, built {built} by <code>make book</code>. The interactive widgets need a live "
+            f"kernel: run <code>make lab</code> for those.</p>"
+            f"<h2 id='contents'>Contents</h2><table><tr><th>#</th><th>chapter</th><th>the question it opens with</th></tr>"
+            f"{rows}</table><h2>Glossary</h2>{glossary}</div></body></html>")
+
+
+def build(out: Path, jobs: int = 2, executed: Path | None = None, folder: Path = NOTEBOOKS,
+          keep_executed: Path | None = None) -> dict[str, float]:
+    """Build the book into ``out`` (replaced); returns the seconds each chapter took to execute (0 if reused).
+
+    ``keep_executed`` is a folder to write the executed notebooks to (for reuse with ``executed``).
+    """
+    chs = chapters(folder)
+    if not chs:
+        raise SystemExit(f"no chapters (NN_name.ipynb) in {folder}")
+    done: dict[str, nbformat.NotebookNode] = {}
+    times: dict[str, float] = {}
+    todo = []
+    for c in chs:
+        cached = executed / c.path.name if executed else None
+        if cached is not None and cached.exists():
+            done[c.path.name] = nbformat.read(cached, as_version=4)
+            times[c.path.name] = 0.0
+        else:
+            todo.append(c.path)
+    if todo:
+        with cf.ProcessPoolExecutor(max_workers=max(1, min(jobs, len(todo)))) as pool:
+            futures = {pool.submit(execute, p): p for p in todo}
+            for f in cf.as_completed(futures):
+                try:
+                    name, nb, seconds = f.result()
+                except Exception as e:  # noqa: BLE001 - name the chapter, then stop
+                    for other in futures:
+                        other.cancel()
+                    raise SystemExit(f"book: {futures[f].name} failed to execute:\n{e}") from None
+                done[name], times[name] = nb, seconds
+                print(f"  executed {name} in {seconds:.1f} s", flush=True)
+    if keep_executed is not None:
+        keep_executed.mkdir(parents=True, exist_ok=True)
+        for name, nb in done.items():
+            nbformat.write(nb, keep_executed / name)
+    tmp = Path(tempfile.mkdtemp(prefix="book-", dir=out.parent if out.parent.exists() else None))
+    try:
+        for i, c in enumerate(chs):
+            page = rewrite_links(to_html(clean_outputs(done[c.path.name]), c.title))
+            page = page.replace("</head>", STYLE + "</head>", 1)
+            page = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + nav_bar(i, chs), page, count=1)
+            (tmp / c.html_name).write_text(page, encoding="utf-8")
+        welcome = next((done[c.path.name] for c in chs if c.number == "00"), None)
+        gloss = glossary_section(welcome)
+        (tmp / "index.html").write_text(index_page(chs, gloss, times), encoding="utf-8")
+        if gloss:
+            (tmp / "glossary.html").write_text(
+                f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Glossary</title>{STYLE}</head><body>"
+                f"<nav class='fp8lab-nav'><a href='index.html'>Contents</a></nav><div class='fp8lab-book'>"
+                f"{rewrite_links(markdown_to_html(gloss))}</div></body></html>", encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "build" / "book", help="output folder (replaced)")
+    ap.add_argument("--jobs", type=int, default=2, help="notebooks executed at once")
+    ap.add_argument("--executed", type=Path, default=None, help="reuse executed notebooks of the same names from here")
+    ap.add_argument("--keep-executed", type=Path, default=None, help="also write the executed notebooks here")
+    args = ap.parse_args(argv)
+    t = time.perf_counter()
+    build(args.out.resolve(), jobs=args.jobs, executed=args.executed, keep_executed=args.keep_executed)
+    print(f"book: {args.out / 'index.html'} ({time.perf_counter() - t:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
