@@ -402,7 +402,16 @@ def test_explain_and_the_cli_print_no_runtime_warnings():
 
 
 def test_importing_the_core_imports_no_torch_matplotlib_or_widgets():
-    code = ("import sys, fp8lab, fp8lab.cli, fp8lab.interview; fp8lab.explain(0.8125, 'e4m3'); "
+    code = ("import sys, fp8lab, fp8lab.cli, fp8lab.interview, fp8lab.scaling.analysis, fp8lab.scaling.mx_analysis; "
+            "fp8lab.explain(0.8125, 'e4m3'); "
             "heavy = [m for m in ('torch', 'matplotlib', 'ipywidgets', 'nbgrader') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_the_numbers_behind_the_figures_need_no_matplotlib():
+    code = ("import sys, fp8lab.scaling.analysis as a, fp8lab.scaling.mx_analysis as m, fp8lab.gemm.experiments as e; "
+            "import numpy as np; a.window_fractions(np.ones(4, np.float32), 'e4m3'); m.block_max_error([957.0], 'e4m3'); "
+            "print('matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stdout + out.stderr

@@ -12,7 +12,9 @@ effect is measured. Rows are plain dicts, ready for ``pandas.DataFrame(rows)`` o
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
+
+import numpy as np
 
 from ..codec.backend import torch
 from ..qtensor import QTensor
@@ -21,7 +23,12 @@ from ..scaling import TensorScaling, quantize_tensor
 from .accumulator import Accumulator
 from .api import scaled_matmul
 
-__all__ = ["accumulation_error_vs_k", "relative_errors", "DISTRIBUTIONS"]
+__all__ = ["accumulation_error_vs_k", "relative_errors", "loglog_slope", "DISTRIBUTIONS", "METRICS"]
+
+#: The error columns of :func:`~fp8lab.gemm.accumulation_error_vs_k` rows, with an axis label for each.
+METRICS = {"max_rel_error": "largest elementwise relative error",
+           "rel_error": "relative error (Frobenius norm)"}
+
 
 #: Input distributions for the experiments: positive-mean data is where truncation errors add up.
 DISTRIBUTIONS = {
@@ -96,3 +103,41 @@ def accumulation_error_vs_k(ks: Iterable[int] = (256, 512, 1024, 2048, 4096, 819
                          "mantissa_bits": acc.mantissa_bits, "model": acc.model if not acc.exact else None,
                          "accumulator": acc.describe(), **relative_errors(out, ref)})
     return rows
+
+
+def _check_metric(metric: str) -> None:
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {tuple(METRICS)}, got {metric!r}")
+
+
+def _series(rows: Sequence[dict[str, Any]], metric: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``{setting: (ks, errors)}`` sorted by K, in the order the settings first appear."""
+    _check_metric(metric)
+    rows = list(rows)
+    if not rows:
+        raise ValueError("no rows to plot: pass the list that fp8lab.accumulation_error_vs_k returns")
+    out: dict[str, list[tuple[int, float]]] = {}
+    for r in rows:
+        try:
+            out.setdefault(str(r["setting"]), []).append((int(r["k"]), float(r[metric])))
+        except KeyError as e:
+            raise ValueError(f"each row needs 'k', 'setting' and {metric!r} (as accumulation_error_vs_k "
+                             f"returns), a row lacks {e}") from None
+    return {s: (np.array([k for k, _ in sorted(v)]), np.array([e for _, e in sorted(v)])) for s, v in out.items()}
+
+
+def loglog_slope(rows: Sequence[dict[str, Any]], setting: str, metric: str = "max_rel_error") -> float:
+    """The least-squares slope of log(error) against log(K) for one setting: 1 means error proportional to K.
+
+    >>> rows = [{"k": k, "setting": "s", "max_rel_error": 1e-6 * k} for k in (256, 1024, 4096)]
+    >>> round(loglog_slope(rows, "s"), 6)
+    1.0
+    """
+    series = _series(rows, metric)
+    if setting not in series:
+        raise ValueError(f"no rows with setting {setting!r}; the rows have {list(series)}")
+    ks, errs = series[setting]
+    keep = errs > 0
+    if keep.sum() < 2 or len(np.unique(ks[keep])) < 2:
+        raise ValueError(f"setting {setting!r} needs positive errors at two or more values of K for a slope")
+    return float(np.polyfit(np.log(ks[keep]), np.log(errs[keep]), 1)[0])

@@ -22,53 +22,12 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..viz import figure_and_axes
+from .experiments import METRICS, _check_metric, _series, loglog_slope  # the numbers these plots draw
 
 __all__ = ["loglog_slope", "plot_accumulation_error", "plot_scale_blocks", "METRICS"]
 
-#: The error columns of :func:`~fp8lab.gemm.accumulation_error_vs_k` rows, with an axis label for each.
-METRICS = {"max_rel_error": "largest elementwise relative error",
-           "rel_error": "relative error (Frobenius norm)"}
-
 _STYLE = {"exact FP32": dict(color="#7f7f7f", marker="s", linestyle=":"),
           "no promotion": dict(color="#d62728", marker="o", linestyle="-")}
-
-
-def _check_metric(metric: str) -> None:
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {tuple(METRICS)}, got {metric!r}")
-
-
-def _series(rows: Sequence[dict[str, Any]], metric: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """``{setting: (ks, errors)}`` sorted by K, in the order the settings first appear."""
-    _check_metric(metric)
-    rows = list(rows)
-    if not rows:
-        raise ValueError("no rows to plot: pass the list that fp8lab.accumulation_error_vs_k returns")
-    out: dict[str, list[tuple[int, float]]] = {}
-    for r in rows:
-        try:
-            out.setdefault(str(r["setting"]), []).append((int(r["k"]), float(r[metric])))
-        except KeyError as e:
-            raise ValueError(f"each row needs 'k', 'setting' and {metric!r} (as accumulation_error_vs_k "
-                             f"returns), a row lacks {e}") from None
-    return {s: (np.array([k for k, _ in sorted(v)]), np.array([e for _, e in sorted(v)])) for s, v in out.items()}
-
-
-def loglog_slope(rows: Sequence[dict[str, Any]], setting: str, metric: str = "max_rel_error") -> float:
-    """The least-squares slope of log(error) against log(K) for one setting: 1 means error proportional to K.
-
-    >>> rows = [{"k": k, "setting": "s", "max_rel_error": 1e-6 * k} for k in (256, 1024, 4096)]
-    >>> round(loglog_slope(rows, "s"), 6)
-    1.0
-    """
-    series = _series(rows, metric)
-    if setting not in series:
-        raise ValueError(f"no rows with setting {setting!r}; the rows have {list(series)}")
-    ks, errs = series[setting]
-    keep = errs > 0
-    if keep.sum() < 2 or len(np.unique(ks[keep])) < 2:
-        raise ValueError(f"setting {setting!r} needs positive errors at two or more values of K for a slope")
-    return float(np.polyfit(np.log(ks[keep]), np.log(errs[keep]), 1)[0])
 
 
 def plot_accumulation_error(rows: Sequence[dict[str, Any]], metric: str = "max_rel_error", *,
