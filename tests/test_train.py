@@ -106,6 +106,10 @@ def test_every_recipe_lowers_the_loss_in_30_steps(short_runs):
 
 @pytest.mark.slow
 def test_controls_show_their_failure_mode(short_runs):
+    """Measured here (seed 0, 30 steps, 2 layers): mean underflow 0.92 (E4M3 grads unscaled), 0.35 (fp8-unscaled)
+    vs 0.0002 (tensorwise current), 0.034 (FP16 without loss scaling) vs 0.0009 (with); the loss falls 0.58
+    instead of 0.83 with unscaled E4M3 gradients. fp8-acc14-no-promotion and fp8-dgrad-128x128 did not degrade
+    at this scale in 30 steps, so nothing is asserted about them beyond training."""
     u = {n: float(np.mean(r["underflow"])) for n, r in short_runs.items()}
     # unscaled E4M3 gradients: most nonzero output gradients fall below E4M3's smallest subnormal (2^-9)
     assert u["fp8-e4m3-grads-unscaled"] > 0.5
@@ -113,3 +117,7 @@ def test_controls_show_their_failure_mode(short_runs):
     assert u["fp8-unscaled"] > 20 * max(u["fp8-tensorwise-current"], 1e-6)
     # FP16 without loss scaling flushes gradients that the loss scaler (2^16) keeps
     assert u["fp16-no-loss-scaling"] > 20 * max(u["fp16"], 1e-7)
+    # with most gradients gone, the loss falls markedly slower than fp32's
+    assert _drop(short_runs["fp8-e4m3-grads-unscaled"]) < 0.85 * _drop(short_runs["fp32"])
+    for name in ("fp8-acc14-no-promotion", "fp8-dgrad-128x128"):
+        assert _drop(short_runs[name]) > 0.5 * _drop(short_runs["fp32"]), name
