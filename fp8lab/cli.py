@@ -125,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
         register(sub)
     from .interview.cli import register as register_quiz
     register_quiz(sub)
+    __import__("fp8lab.train.cli", fromlist=["register"]).register(sub)  # fp8lab train (torch only when it runs)
     return p
 
 

@@ -1,0 +1,90 @@
+"""Benchmark (not a test): every training recipe from one seed; final validation loss, gap to fp32, step time, underflow.
+
+Writes ``bench/results/train.json`` (after each recipe, so a long run keeps what it finished) and
+prints the table. nanoGPT's CPU example is 2000 steps (``--steps 2000``, the default); on a shared
+machine use fewer and say so: the JSON records the steps, warmup and command actually run.
+
+    python bench/train.py                       # 2000 steps, nanoGPT's schedule (warmup 100)
+    python bench/train.py --steps 100 --warmup 10 --eval-interval 50 --eval-iters 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from fp8lab.nn import LinearRecipe
+from fp8lab.train import TrainConfig
+from fp8lab.train.loop import train, versions
+
+OUT = Path(__file__).resolve().parent / "results" / "train.json"
+
+
+def summarize(res: dict, fp32: dict | None) -> dict:
+    """One table row from a run."""
+    med = float(np.median(res["step_time_s"]))
+    row = {"recipe": res["recipe"]["name"], "control": res["recipe"]["control"],
+           "final_val_loss": res["final_val_loss"], "final_train_loss_mean10": float(np.mean(res["loss"][-10:])),
+           "first_loss": res["loss"][0], "median_step_s": med,
+           "mean_underflow": float(np.mean(res["underflow"])), "overflowed_blocks": int(np.sum(res["overflow"])),
+           "skipped_steps": res["skipped_steps"], "diverged": res["diverged"], "wall_s": res["wall_s"],
+           "val": res["val"]}
+    if fp32 is not None and fp32["final_val_loss"] and res["final_val_loss"] is not None:
+        row["gap_to_fp32"] = res["final_val_loss"] - fp32["final_val_loss"]
+        row["gap_to_fp32_pct"] = 100 * row["gap_to_fp32"] / fp32["final_val_loss"]
+        row["step_time_vs_fp32"] = med / fp32["median_step_s"]
+    return row
+
+
+def table(rows: list[dict]) -> str:
+    head = f"{'recipe':26s} {'val loss':>8s} {'gap':>7s} {'gap %':>6s} {'time x':>6s} {'underflow':>9s} {'ovf':>6s}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        g = r.get("gap_to_fp32")
+        lines.append(f"{r['recipe']:26s} {r['final_val_loss']:8.4f} {g if g is not None else 0:+7.4f} "
+                     f"{r.get('gap_to_fp32_pct', 0):+6.2f} {r.get('step_time_vs_fp32', 1):6.2f} "
+                     f"{r['mean_underflow']:9.5f} {r['overflowed_blocks']:6d}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--warmup", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--eval-interval", type=int, default=250)
+    ap.add_argument("--eval-iters", type=int, default=20)
+    ap.add_argument("--recipes", default=",".join(LinearRecipe.names()))
+    ap.add_argument("--out", type=Path, default=OUT)
+    a = ap.parse_args()
+    cfg = TrainConfig(steps=a.steps, seed=a.seed, warmup_steps=a.warmup, eval_interval=min(a.eval_interval, a.steps),
+                      eval_iters=a.eval_iters)
+    names = [n.strip() for n in a.recipes.split(",")]
+    out = {"command": "python " + " ".join(sys.argv), "config": cfg.as_dict(),
+           "note": ("nanoGPT's CPU example is 2000 steps with warmup 100" +
+                    ("" if a.steps == 2000 else f"; this run has {a.steps} steps (warmup {a.warmup}) because the shared "
+                     "2-core machine could not run 2000 steps of every emulated recipe in the time available")),
+           "machine": "shared CPU machine (2 cores, other jobs running): step times are noisy; ratios to fp32 are indicative",
+           "versions": versions(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": []}
+    fp32 = None
+    for name in names:
+        res = train(name, cfg, threads=1)
+        row = summarize(res, fp32)
+        if name == "fp32":
+            fp32 = row
+        out["rows"].append(row)
+        out["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(json.dumps(out, indent=1))
+        print(f"{name}: val {row['final_val_loss']:.4f}  {row['median_step_s'] * 1e3:.0f} ms/step  wall {row['wall_s']:.0f} s",
+              flush=True)
+    print(table(out["rows"]))
+
+
+if __name__ == "__main__":
+    main()

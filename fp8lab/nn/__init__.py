@@ -1,0 +1,15 @@
+"""FP8 training: per-role recipes, an FP8 linear layer, ``convert``, and a character-level GPT.
+
+This package imports torch; ``import fp8lab`` does not import it (use ``import fp8lab.nn``).
+
+>>> import fp8lab.nn as fnn
+>>> fnn.LinearRecipe.from_name("mxfp8").weight.scaling.block_size
+32
+"""
+
+from .convert import HEAD_NAMES, ConvertReport, convert
+from .linear import Fp8Linear, LayerState
+from .recipe import GEMMS, PRESETS, ROLES, LinearRecipe, TensorQuant
+
+__all__ = ["LinearRecipe", "TensorQuant", "PRESETS", "ROLES", "GEMMS", "Fp8Linear", "LayerState",
+           "convert", "ConvertReport", "HEAD_NAMES"]

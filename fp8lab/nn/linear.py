@@ -1,0 +1,250 @@
+"""``Fp8Linear``: a drop-in ``torch.nn.Linear`` whose three GEMMs run through ``fp8lab.scaled_matmul``.
+
+One ``torch.autograd.Function`` computes the training step's three GEMMs with the recipe's
+QTensors and accumulators (:class:`~fp8lab.nn.recipe.LinearRecipe`):
+
+==========  ============================  =========================================================
+GEMM        product                       operands, quantized along the GEMM's reduction axis
+==========  ============================  =========================================================
+``fprop``   y  = x  @ W^T   (M, N)        x along K (axis 1), W along K (axis 1), ``qb = qW.T``
+``dgrad``   dx = dy @ W     (M, K)        dy along N (axis 1), W along N (axis 0)
+``wgrad``   dW = dy^T @ x   (N, K)        dy along M (axis 0), x along M (axis 0), ``qa = qdy.T``
+==========  ============================  =========================================================
+
+A role's scaling rule is written for the tensor with the forward reduction axis last; along axis 0
+the tensor is quantized transposed (``quantize(x.T).T``), so 1x128 activation tiles become the
+128x1 tiles DeepSeek-V3 uses for wgrad. Where the turned rule gives the same blocks (per-tensor
+scales, 128x128 weight blocks) the first QTensor is reused; a stateful rule (delayed scaling) is
+always reused, so its amax history advances once per tensor per step. 16-bit roles are rounded
+through the codec and multiplied in FP32; FP32 roles stay as they are; the all-FP32 recipe is
+``F.linear`` itself. Parameters are FP32 master weights; the bias is added in FP32.
+
+>>> import torch
+>>> torch.manual_seed(0) is not None
+True
+>>> layer = Fp8Linear(256, 64, recipe="fp8-tensorwise-current")
+>>> y = layer(torch.randn(8, 256)); y.sum().backward()
+>>> tuple(y.shape), layer.weight.grad.shape == layer.weight.shape, sorted(layer.stats)
+((8, 64), True, ['grad_output', 'input', 'weight'])
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from ..codec import encode, quantize
+from ..gemm import Accumulator, scaled_matmul
+from ..qtensor import QTensor
+from ..scaling import quantize_tensor
+from .recipe import ROLES, LinearRecipe, TensorQuant
+
+__all__ = ["Fp8Linear", "LayerState"]
+
+
+class LayerState:
+    """A layer's per-role scaling state: an ``AmaxHistory`` for each stateful role, else None.
+
+    Each :class:`Fp8Linear` owns one, so no two layers ever share a history.
+
+    >>> s = LayerState(LinearRecipe.from_name("fp8-tensorwise-delayed"))
+    >>> type(s.input).__name__, s.input is s.weight
+    ('AmaxHistory', False)
+    """
+
+    def __init__(self, recipe: LinearRecipe) -> None:
+        for role in ROLES:
+            tq = getattr(recipe, role)
+            setattr(self, role, tq.scaling.new_state() if tq is not None and tq.stateful else None)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The histories as plain data (amaxes oldest first, last scale, steps) or None per role.
+
+        >>> LayerState(LinearRecipe.from_name("fp32")).as_dict()
+        {'input': None, 'weight': None, 'grad_output': None}
+        """
+        out: dict[str, Any] = {}
+        for role in ROLES:
+            h = getattr(self, role)
+            out[role] = None if h is None else {"amaxes": list(h.amaxes), "scale": h.scale, "steps": h.steps}
+        return out
+
+    def __repr__(self) -> str:
+        return "LayerState(" + ", ".join(f"{r}={getattr(self, r)!r}" for r in ROLES) + ")"
+
+
+def _t(v: Any) -> Any:
+    """Transpose a QTensor (keeping its blockwise scales) or a matrix."""
+    return v.transpose() if isinstance(v, QTensor) else v.t()
+
+
+def _same_turned(tq: TensorQuant, shape: tuple[int, int]) -> bool:
+    """Whether the rule gives the same blocks along axis 0 as along axis 1 (or is stateful: reuse anyway)."""
+    if tq.scaling is None or tq.stateful:
+        return True
+    return tuple(tq.scaling.block_for(shape[::-1]))[::-1] == tuple(tq.scaling.block_for(shape))
+
+
+def _gemm(a: Any, b: Any, acc: Accumulator) -> torch.Tensor:
+    """``a @ b`` through ``scaled_matmul`` when both are QTensors, else an FP32 matmul of the (dequantized) values."""
+    if isinstance(a, QTensor) and isinstance(b, QTensor):
+        return scaled_matmul(a, b, accumulator=acc)
+    a = a.dequantize() if isinstance(a, QTensor) else a
+    b = b.dequantize() if isinstance(b, QTensor) else b
+    return a @ b
+
+
+def _nonzero_flushed(x: torch.Tensor, v: torch.Tensor) -> float:
+    """Fraction of the nonzero elements of ``x`` whose quantized values ``v`` are zero."""
+    nz = x != 0
+    n = int(nz.sum())
+    return float(((v == 0) & nz).sum()) / n if n else 0.0
+
+
+class _Fp8LinearFunction(torch.autograd.Function):
+    """``x @ W^T`` with the recipe's three GEMMs (bias added outside, in FP32)."""
+
+    @staticmethod
+    def forward(ctx, x2: torch.Tensor, weight: torch.Tensor, layer: "Fp8Linear") -> torch.Tensor:  # type: ignore[override]
+        r = layer.recipe
+        qx = layer._quantize("input", x2, axis=1)
+        qw = layer._quantize("weight", weight, axis=1)
+        ctx.layer, ctx.qx, ctx.qw = layer, qx, qw
+        ctx.save_for_backward(x2, weight)
+        return _gemm(qx, _t(qw), r.fprop)
+
+    @staticmethod
+    def backward(ctx, dy: torch.Tensor):  # type: ignore[override]
+        layer: Fp8Linear = ctx.layer
+        r = layer.recipe
+        x2, weight = ctx.saved_tensors
+        dy = dy.contiguous()
+        qdy = layer._quantize("grad_output", dy, axis=1)
+        dx = dw = None
+        if ctx.needs_input_grad[0]:
+            qw0 = ctx.qw if r.weight is None or _same_turned(r.weight, tuple(weight.shape)) else \
+                layer._quantize("weight", weight, axis=0, record=False)
+            dx = _gemm(qdy, qw0, r.dgrad)
+        if ctx.needs_input_grad[1]:
+            same_g = r.grad_output is None or _same_turned(r.grad_output, tuple(dy.shape))
+            qdy0 = qdy if same_g else layer._quantize("grad_output", dy, axis=0, record=False)
+            same_x = r.input is None or _same_turned(r.input, tuple(x2.shape))
+            qx0 = ctx.qx if same_x else layer._quantize("input", x2, axis=0, record=False)
+            dw = _gemm(_t(qdy0), qx0, r.wgrad)
+        ctx.qx = ctx.qw = None
+        return dx, dw, None
+
+
+class Fp8Linear(torch.nn.Linear):
+    """``torch.nn.Linear`` with the GEMMs of a :class:`LinearRecipe` (same parameters and state_dict keys).
+
+    ``recipe`` is a LinearRecipe or a preset name (default ``fp8-tensorwise-delayed``, Transformer
+    Engine's default recipe). Parameters are FP32 master weights (``dtype`` must be float32).
+    ``layer.state`` holds the per-role amax histories (:class:`LayerState`); ``layer.stats`` what
+    the last step measured, per role: ``amax``, ``scale`` (the largest block scale, 1.0 for a plain
+    cast), ``saturated_blocks``, and for ``grad_output`` ``underflow`` (the fraction of its nonzero
+    elements that quantized to zero).
+
+    >>> import torch
+    >>> lin = Fp8Linear(4, 3, bias=False, recipe="fp32")
+    >>> list(lin.state_dict()), lin.recipe.name
+    (['weight'], 'fp32')
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *,
+                 recipe: "LinearRecipe | str" = "fp8-tensorwise-delayed", device: Any = None, dtype: Any = None) -> None:
+        if dtype is not None and dtype != torch.float32:
+            raise ValueError(f"Fp8Linear keeps FP32 master weights; dtype must be torch.float32 or None, got {dtype}")
+        super().__init__(in_features, out_features, bias=bias, device=device, dtype=torch.float32)
+        self.recipe = LinearRecipe.from_name(recipe)
+        self.state = LayerState(self.recipe)
+        self.stats: dict[str, dict[str, float]] = {}
+
+    @classmethod
+    def from_linear(cls, linear: torch.nn.Linear, recipe: "LinearRecipe | str" = "fp8-tensorwise-delayed") -> "Fp8Linear":
+        """An Fp8Linear sharing ``linear``'s parameters (the same Parameter objects, so ties and optimizers hold).
+
+        >>> import torch
+        >>> lin = torch.nn.Linear(4, 2)
+        >>> f = Fp8Linear.from_linear(lin, "bf16"); f.weight is lin.weight
+        True
+        """
+        if not isinstance(linear, torch.nn.Linear):
+            raise TypeError(f"from_linear takes a torch.nn.Linear, got {type(linear).__name__}")
+        if linear.weight.dtype != torch.float32:
+            raise ValueError(f"Fp8Linear keeps FP32 master weights; this Linear's weight is {linear.weight.dtype}")
+        new = cls.__new__(cls)
+        torch.nn.Module.__init__(new)
+        new.in_features, new.out_features = linear.in_features, linear.out_features
+        new.weight = linear.weight
+        new.bias = linear.bias
+        new.recipe = LinearRecipe.from_name(recipe)
+        new.state = LayerState(new.recipe)
+        new.stats = {}
+        new.train(linear.training)
+        return new
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", recipe={self.recipe.name!r}"
+
+    # ----- quantizing one role ------------------------------------------------------------------
+    def _quantize(self, role: str, x: torch.Tensor, *, axis: int, record: bool = True) -> Any:
+        """``x`` cast for ``role`` with its blocks along ``axis`` (a QTensor, a rounded tensor, or ``x``)."""
+        tq: TensorQuant | None = getattr(self.recipe, role)
+        if tq is None:
+            if record:
+                self.stats[role] = {"amax": float(x.abs().max()) if x.numel() else 0.0, "scale": 1.0, "saturated_blocks": 0}
+            return x
+        if tq.is_16bit:
+            v = quantize(x, tq.format, saturate=tq.saturate)
+            if record:
+                amax = float(x.abs().max()) if x.numel() else 0.0
+                self._record(role, x, v, amax=amax, scale=1.0, saturated=int(amax > tq.format.max))
+            return v
+        src = x if axis == 1 else x.t()
+        if tq.scaling is None:  # a plain cast: scale 1
+            q = QTensor(encode(src.detach().contiguous(), tq.format, saturate=tq.saturate),
+                        torch.ones(1, 1, dtype=torch.float32, device=x.device), tq.format)
+            amax = float(src.abs().max()) if src.numel() else 0.0
+            saturated = int(amax > tq.format.max)
+        else:
+            state = getattr(self.state, role)
+            if state is not None and not (getattr(self, "_advance", True) or role == "grad_output"):
+                state = copy.deepcopy(state)  # evaluation reads the history without advancing it
+            q = quantize_tensor(src, tq.format, tq.scaling, state=state)
+            amax, saturated = q.info.amax, q.info.saturated_blocks
+        if axis == 0:
+            q = q.transpose()
+        if record:
+            self._record(role, x, q.values() if role == "grad_output" else None, amax=amax,
+                         scale=float(q.scales.max()) if q.scales.numel() else 1.0, saturated=saturated)
+        return q
+
+    def _record(self, role: str, x: torch.Tensor, values: Any, *, amax: float, scale: float, saturated: int) -> None:
+        st = {"amax": float(amax), "scale": float(scale), "saturated_blocks": int(saturated)}
+        if role == "grad_output" and values is not None:
+            st["underflow"] = _nonzero_flushed(x, values)
+        self.stats[role] = st
+
+    # ----- forward ------------------------------------------------------------------------------
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ W^T + b`` through the recipe's GEMMs (F.linear for the all-FP32 recipe).
+
+        >>> import torch
+        >>> lin = Fp8Linear(2, 1, bias=False, recipe="fp32"); _ = torch.nn.init.ones_(lin.weight)
+        >>> lin(torch.tensor([[1.0, 2.0]])).tolist()
+        [[3.0]]
+        """
+        r = self.recipe
+        if all(getattr(r, role) is None for role in ROLES) and all(getattr(r, g).exact for g in ("fprop", "dgrad", "wgrad")):
+            return F.linear(x, self.weight, self.bias)
+        if x.dtype != torch.float32:
+            raise TypeError(f"Fp8Linear takes float32 input (it casts per role itself), got {x.dtype}")
+        lead = x.shape[:-1]
+        self._advance = self.training and torch.is_grad_enabled()  # evaluation does not move amax histories
+        y = _Fp8LinearFunction.apply(x.reshape(-1, self.in_features), self.weight, self)
+        y = y.reshape(*lead, self.out_features)
+        return y + self.bias if self.bias is not None else y
