@@ -17,6 +17,7 @@ import numpy as np
 from .codec import decode, encode
 from .anatomy import bit_string, code_kind, explain
 from .formats import FloatFormat
+from .labs.cli import register as register_labs
 from .registry import get_format, list_formats
 from .tables import format_table
 
@@ -123,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         register(sub)
+    register_labs(sub)
     return p
 
 
