@@ -17,6 +17,7 @@ import numpy as np
 from .codec import decode, encode
 from .anatomy import bit_string, code_kind, explain
 from .formats import FloatFormat
+from .labs.cli import register as register_labs
 from .registry import get_format, list_formats
 from .tables import format_table
 
@@ -126,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .interview.cli import register as register_quiz
     register_quiz(sub)
     __import__("fp8lab.train.cli", fromlist=["register"]).register(sub)  # fp8lab train (torch only when it runs)
+    register_labs(sub)
     return p
 
 

@@ -1,0 +1,217 @@
+"""``fp8lab labs ...``: the graded labs from the command line (also ``python -m fp8lab.labs ...``).
+
+Instructor, one command per step (everything lands in the git-ignored ``.grading/``)::
+
+    fp8lab labs generate                           # exercises/ from solutions/, labs into the gradebook
+    fp8lab labs collect 01_decode_exmy subs/       # subs/<student id>.ipynb -> .grading/submitted/
+    fp8lab labs autograde 01_decode_exmy --jobs 2  # parallel workers, merged into .grading/gradebook.db
+    fp8lab labs feedback 01_decode_exmy            # .grading/feedback/<student>/<lab>/<lab>.html
+    fp8lab labs export                             # .grading/grades.csv and grades_by_task.csv
+
+Learner and author::
+
+    fp8lab labs list                               # labs, tasks, points, the chapters they follow
+    fp8lab labs grade my_labs/01_decode_exmy/01_decode_exmy.ipynb   # hidden tests, points per task
+    fp8lab labs check                              # a lab follows the conventions of solutions/AUTHORING.md
+    fp8lab labs release                            # labs into the local exchange (JupyterLab's panels)
+
+>>> import argparse
+>>> parser = argparse.ArgumentParser(prog="fp8lab")
+>>> register(parser.add_subparsers(dest="command"))
+>>> args = parser.parse_args(["labs", "list"])
+>>> args.func(args)  # doctest: +ELLIPSIS
+lab ... tasks  points  chapters ... title
+...
+01_decode_exmy ... 4      10      01_fp32, 03_fp8 ... Decode any ExMy format from its bits
+...
+0
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from ..tables import format_table
+from .catalog import get_lab, list_labs
+
+__all__ = ["register", "main", "labs_table"]
+
+
+def labs_table() -> tuple[list[str], list[list[object]]]:
+    """Headers and rows of ``fp8lab labs list``: each lab with its task count, points and chapters.
+
+    >>> headers, rows = labs_table()
+    >>> rows[0][:3]
+    ['01_decode_exmy', 4, 10]
+    """
+    rows = []
+    for lab in list_labs():
+        rows.append([lab.name, len(lab.tasks), _n(lab.points), ", ".join(lab.chapters), lab.title])
+    return ["lab", "tasks", "points", "chapters", "title"], rows
+
+
+def _n(x: float) -> int | float:
+    return int(x) if float(x).is_integer() else x
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    headers, rows = labs_table()
+    print(format_table(headers, rows))
+    if args.tasks:
+        for lab in list_labs():
+            print(f"\n{lab.name}: {lab.title}")
+            print(format_table(["task", "points", "title"], [[t.id, _n(t.points), t.title] for t in lab.tasks]))
+    return 0
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from .grading import generate
+
+    for path in generate(args.labs or None):
+        print(f"wrote {path}")
+    return 0
+
+
+def _cmd_collect(args: argparse.Namespace) -> int:
+    from .grading import collect
+
+    students = collect(args.lab, args.folder)
+    print(f"collected {len(students)} submissions of {args.lab}: {', '.join(students)}")
+    return 0
+
+
+def _cmd_autograde(args: argparse.Namespace) -> int:
+    from .grading import autograde
+
+    report = autograde(args.lab, jobs=args.jobs, seed=args.seed, timeout=args.timeout)
+    lab = get_lab(args.lab)
+    rows = [[s, *[_n(v) for v in t.values()], _n(sum(t.values()))] for s, t in report.scores.items()]
+    print(format_table(["student", *[t.id for t in lab.tasks], "total"], rows))
+    print(f"\ngraded {len(report.scores)} submissions of {lab.name} (max {_n(lab.points)} points) in "
+          f"{report.seconds:.1f} s with {report.jobs} job(s); hidden-test seed {report.seed}")
+    for s, why in report.failed.items():
+        print(f"  {s}: {why}", file=sys.stderr)
+    return 0
+
+
+def _cmd_feedback(args: argparse.Namespace) -> int:
+    from .grading import feedback
+
+    files = feedback(args.lab)
+    print(f"wrote {len(files)} feedback files under .grading/feedback/")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from .grading import export
+
+    totals, per_task = export(args.to)
+    print(f"wrote {totals} and {per_task}")
+    return 0
+
+
+def _cmd_grade(args: argparse.Namespace) -> int:
+    from .selfgrade import grade_attempt
+
+    result = grade_attempt(args.notebook, lab=args.lab, seed=args.seed, timeout=args.timeout)
+    print(result.text())
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from .checks import check_lab
+
+    bad = 0
+    for lab in ([get_lab(n) for n in args.labs] if args.labs else list_labs()):
+        problems = check_lab(lab)
+        print(f"{lab.name}: {'ok' if not problems else str(len(problems)) + ' problem(s)'}")
+        for p in problems:
+            print(f"  - {p}")
+        bad += len(problems)
+    return 1 if bad else 0
+
+
+def _cmd_release(args: argparse.Namespace) -> int:
+    from .jupyter import release
+
+    for name in release(args.labs or None):
+        print(f"released {name} into the local exchange")
+    return 0
+
+
+def _safe(fn):
+    """Report a failed nbgrader run as an error message and exit code 2, not a traceback."""
+
+    def run(args: argparse.Namespace) -> int:
+        from .course import NbgraderError
+
+        try:
+            return fn(args)
+        except NbgraderError as err:
+            print(f"fp8lab labs {args.labs_command}: error: {err}", file=sys.stderr)
+            return 2
+
+    return run
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``labs`` command and its subcommands to an argparse subparsers object."""
+    labs = subparsers.add_parser("labs", help="graded labs: list, grade an attempt, and the instructor's nbgrader workflow")
+    sub = labs.add_subparsers(dest="labs_command", required=True)
+
+    p = sub.add_parser("list", help="the labs, their points and the chapters they follow")
+    p.add_argument("--tasks", action="store_true", help="also list each lab's tasks and their points")
+    p.set_defaults(func=_safe(_cmd_list))
+
+    p = sub.add_parser("grade", help="grade your attempt with the hidden tests (in a scratch course)")
+    p.add_argument("notebook", help="your notebook, e.g. my_labs/01_decode_exmy/01_decode_exmy.ipynb")
+    p.add_argument("--lab", help="the lab, when the file name does not say")
+    p.add_argument("--seed", type=int, help="seed of the hidden random cases (default: a fresh one)")
+    p.add_argument("--timeout", type=int, help="seconds per cell (default: nbgrader_config.py's)")
+    p.set_defaults(func=_safe(_cmd_grade))
+
+    p = sub.add_parser("generate", help="nbgrader generate_assignment: exercises/ and the gradebook from solutions/")
+    p.add_argument("labs", nargs="*", help="labs (default: all)")
+    p.set_defaults(func=_safe(_cmd_generate))
+
+    p = sub.add_parser("collect", help="copy a folder of <student id>.ipynb into .grading/submitted/")
+    p.add_argument("lab")
+    p.add_argument("folder")
+    p.set_defaults(func=_safe(_cmd_collect))
+
+    p = sub.add_parser("autograde", help="nbgrader autograde every collected submission, --jobs in parallel")
+    p.add_argument("lab")
+    p.add_argument("--jobs", "-j", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--seed", type=int, help="seed of the hidden random cases for the whole class (default: fresh)")
+    p.add_argument("--timeout", type=int, help="seconds per cell for this run (default: nbgrader_config.py's)")
+    p.set_defaults(func=_safe(_cmd_autograde))
+
+    p = sub.add_parser("feedback", help="nbgrader generate_feedback: one HTML page per student")
+    p.add_argument("lab")
+    p.set_defaults(func=_safe(_cmd_feedback))
+
+    p = sub.add_parser("export", help="nbgrader export: grades CSV (and a CSV of points per task)")
+    p.add_argument("--to", help="CSV file (default .grading/grades.csv)")
+    p.set_defaults(func=_safe(_cmd_export))
+
+    p = sub.add_parser("check", help="check that labs follow solutions/AUTHORING.md")
+    p.add_argument("labs", nargs="*")
+    p.set_defaults(func=_safe(_cmd_check))
+
+    p = sub.add_parser("release", help="release labs into the local exchange for JupyterLab's Assignments panel")
+    p.add_argument("labs", nargs="*")
+    p.set_defaults(func=_safe(_cmd_release))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m fp8lab.labs <subcommand>``: the same as ``fp8lab labs <subcommand>``."""
+    parser = argparse.ArgumentParser(prog="python -m fp8lab.labs", description="fp8lab's graded labs")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["labs", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, TypeError, RuntimeError) as err:
+        print(f"fp8lab labs {args.labs_command}: error: {err}", file=sys.stderr)
+        return 2

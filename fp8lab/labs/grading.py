@@ -1,0 +1,389 @@
+"""The instructor's workflow on nbgrader's CLI and gradebook: generate, collect, autograde, feedback, export.
+
+Every step is one function (and one ``fp8lab labs`` command):
+
+1. :func:`generate` - ``nbgrader generate_assignment`` for each lab: writes ``exercises/`` and puts the
+   labs (with their hidden tests) into the gradebook ``.grading/gradebook.db``.
+2. :func:`collect` - a folder of submissions, one notebook per student named ``<student id>.ipynb``,
+   into ``.grading/submitted/<student>/<lab>/<lab>.ipynb``.
+3. :func:`autograde` - grades the collected submissions with ``--jobs N`` worker processes. Each worker
+   runs ``nbgrader autograde`` in its own scratch course (its own SQLite gradebook, so no two
+   processes write one database); the results are then merged into the main gradebook one student
+   at a time, and the autograded notebooks copied to ``.grading/autograded/``. The hidden tests'
+   random cases come from one seed for the whole class (``--seed``, recorded in the report).
+4. :func:`feedback` - ``nbgrader generate_feedback``: one HTML page per student in ``.grading/feedback/``
+   (hidden test code is left out; the failure messages say what was expected and what came back).
+5. :func:`export` - ``nbgrader export`` to a CSV of totals, plus a CSV of points per task.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import json
+import os
+import math
+import pathlib
+import re
+import secrets
+import shutil
+import tempfile
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from .catalog import Lab, get_lab, list_labs
+from .course import COURSE_ID, Course, NbgraderError, copy_course, main_course, run_nbgrader, scratch_course
+
+__all__ = ["generate", "collect", "autograde", "feedback", "export", "task_scores", "GradingReport",
+           "prepare_scratch", "grade_in_scratch", "merge_submission", "cell_messages", "STUDENT_ID"]
+
+#: what a student id (a submission's file name without .ipynb) may look like
+STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+
+STARTUP_ALLOWANCE = 120  # seconds per student beyond the cells' timeouts: nbgrader, kernel start, imports
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. generate
+def generate(labs: Sequence[str] | None = None, course: Course | None = None) -> list[pathlib.Path]:
+    """Run ``nbgrader generate_assignment --force`` for ``labs`` (default: all) and return the exercises written."""
+    course = course or main_course()
+    names = list(labs) if labs else [lab.name for lab in list_labs()]
+    out = []
+    for name in names:
+        get_lab(name)  # a clear error for an unknown lab
+        run_nbgrader(course, ["generate_assignment", name, "--force"])
+        out.append(course.release / name / f"{name}.ipynb")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. collect
+def collect(lab: str, folder: str | pathlib.Path, course: Course | None = None) -> list[str]:
+    """Copy ``folder/<student>.ipynb`` (one notebook per student) into the course's ``submitted/``.
+
+    Returns the student ids. A file name that is not a valid student id raises ValueError before
+    anything is copied.
+    """
+    course = course or main_course()
+    get_lab(lab)
+    folder = pathlib.Path(folder)
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is not a folder of submissions (one <student id>.ipynb per student)")
+    files = sorted(folder.glob("*.ipynb"))
+    if not files:
+        raise ValueError(f"{folder} holds no .ipynb files (one <student id>.ipynb per student)")
+    bad = [f.name for f in files if not STUDENT_ID.match(f.stem)]
+    if bad:
+        raise ValueError(f"not valid student ids (letters, digits, '_', '-', '.'): {bad}")
+    students = []
+    for f in files:
+        dest = course.submitted(f.stem, lab)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, dest)
+        students.append(f.stem)
+    return students
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. autograde
+@dataclass
+class GradingReport:
+    """What a class grading run did: per student, the points per task; the seed; how long it took."""
+
+    lab: str
+    seed: int
+    jobs: int
+    seconds: float
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def totals(self) -> dict[str, float]:
+        """Total points per student."""
+        return {s: float(sum(t.values())) for s, t in self.scores.items()}
+
+
+def prepare_scratch(lab: Lab, folder: pathlib.Path, *, timeout: int | None = None) -> Course:
+    """A scratch course in ``folder`` whose gradebook knows ``lab``, copied from a cached template.
+
+    The template (a scratch course where ``generate_assignment`` ran) is kept in ``.grading/cache/``
+    under a key of the lab's source, ``nbgrader_config.py`` and the nbgrader version, because creating
+    a gradebook takes seconds; ``timeout`` is written into the copy's config.
+    """
+    return copy_course(_template(lab), folder, timeout=timeout)
+
+
+def _template(lab: Lab) -> Course:
+    import nbgrader
+
+    main = main_course()
+    digest = hashlib.sha256()
+    for part in (lab.notebook.read_bytes(), (main.root / "nbgrader_config.py").read_bytes(), nbgrader.__version__.encode()):
+        digest.update(hashlib.sha256(part).digest())
+    cache = main.grading / "cache"
+    final = cache / f"{lab.name}-{digest.hexdigest()[:16]}"
+    if (final / ".ready").is_file():
+        return Course(final, scratch=True)
+    cache.mkdir(parents=True, exist_ok=True)
+    for old in cache.glob(f"{lab.name}-*"):
+        if old != final and time.time() - old.stat().st_mtime > 3600:
+            shutil.rmtree(old, ignore_errors=True)  # templates of older sources
+    build = pathlib.Path(tempfile.mkdtemp(prefix=f".{lab.name}-", dir=cache))
+    course = scratch_course(build / "course")
+    run_nbgrader(course, ["generate_assignment", lab.name, "--force"])
+    try:
+        copy_course(course, final.with_suffix(".tmp"))
+        (final.with_suffix(".tmp") / ".ready").touch()
+        os.replace(final.with_suffix(".tmp"), final)  # another process may have won the race: fine
+    except OSError:
+        pass
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+        shutil.rmtree(final.with_suffix(".tmp"), ignore_errors=True)
+    return Course(final, scratch=True)
+
+
+def _per_student_limit(lab: Lab, course: Course) -> float:
+    """Seconds one submission may take: every code cell at its timeout, plus start-up."""
+    nb = json.loads(lab.notebook.read_text(encoding="utf-8"))
+    cells = sum(1 for c in nb["cells"] if c["cell_type"] == "code")
+    return cells * course.timeout() + STARTUP_ALLOWANCE
+
+
+def grade_in_scratch(lab: Lab, course: Course, students: Sequence[str], *, seed: int,
+                     wall_limit: float | None = None) -> str:
+    """Run ``nbgrader autograde`` for ``students`` (already in ``course``'s submitted/) and return its log."""
+    if not students:
+        return ""
+    args = ["autograde", lab.name, "--force"]
+    if len(students) == 1:
+        args.append(f"--student={students[0]}")
+    proc = run_nbgrader(course, args, seed=seed, wall_limit=wall_limit, check=False)
+    return proc.stdout
+
+
+def merge_submission(src: Course, dst: Course, lab: str, student: str) -> None:
+    """Copy one graded submission from a scratch gradebook into ``dst``'s (scores, comments, flags, files)."""
+    from nbgrader.api import Gradebook
+
+    with _quiet_sqlalchemy(), Gradebook(src.db_url, COURSE_ID) as a, Gradebook(dst.db_url, COURSE_ID) as b:
+        sub = a.find_submission(lab, student)
+        b.update_or_create_student(student)
+        kw = {"timestamp": sub.timestamp} if sub.timestamp else {}
+        b.update_or_create_submission(lab, student, **kw)
+        for nb in sub.notebooks:
+            target = b.find_submission_notebook(nb.name, lab, student)
+            target.flagged = nb.flagged
+            target.late_submission_penalty = nb.late_submission_penalty
+            for g in nb.grades:
+                t = b.find_grade(g.name, nb.name, lab, student)
+                t.auto_score, t.manual_score, t.extra_credit = g.auto_score, g.manual_score, g.extra_credit
+                t.needs_manual_grade = g.needs_manual_grade
+            for cm in nb.comments:
+                t = b.find_comment(cm.name, nb.name, lab, student)
+                t.auto_comment, t.manual_comment = cm.auto_comment, cm.manual_comment
+        b.db.commit()
+    here, there = src.autograded(student, lab), dst.autograded(student, lab)
+    if there.exists():
+        shutil.rmtree(there)
+    if here.exists():
+        shutil.copytree(here, there)
+
+
+@contextlib.contextmanager
+def _quiet_sqlalchemy():
+    """nbgrader's gradebook API triggers harmless SQLAlchemy ``SAWarning``s (autoflush); keep them out of the output."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*not in session.*")
+        yield
+
+
+def _has_submission(course: Course, lab: str, student: str) -> bool:
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(course.db_url, COURSE_ID) as gb:
+        try:
+            sub = gb.find_submission(lab, student)
+        except MissingEntry:
+            return False
+        return all(g.auto_score is not None or g.manual_score is not None for nb in sub.notebooks for g in nb.grades)
+
+
+def _check_gradebook(lab: Lab, template: Course, course: Course) -> None:
+    """The main gradebook must hold this lab exactly as ``solutions/`` has it (else: run generate)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    def cells(db_url: str) -> dict[str, str]:
+        with Gradebook(db_url, COURSE_ID) as gb:
+            nb = gb.find_notebook(lab.name, lab.name)
+            return {c.name: c.checksum for c in nb.source_cells}
+
+    try:
+        main = cells(course.db_url)
+    except MissingEntry:
+        raise ValueError(f"the gradebook has no lab {lab.name}: run `fp8lab labs generate {lab.name}` first") from None
+    if main != cells(template.db_url):
+        raise ValueError(f"the gradebook's copy of {lab.name} differs from solutions/: run `fp8lab labs generate {lab.name}`")
+
+
+def autograde(lab_name: str, *, jobs: int = 1, seed: int | None = None, timeout: int | None = None,
+              students: Sequence[str] | None = None, course: Course | None = None) -> GradingReport:
+    """Autograde every collected submission of a lab (or ``students``) with ``jobs`` worker processes.
+
+    Scores land in the course gradebook; the returned report has the points per task per student.
+    ``seed`` fixes the hidden random cases (default: a fresh one, recorded in the report);
+    ``timeout`` overrides the per-cell timeout of ``nbgrader_config.py`` for this run.
+    """
+    if not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    course = course or main_course()
+    lab = get_lab(lab_name)
+    seed = secrets.randbits(63) if seed is None else int(seed)
+    subdir = course.grading / "submitted"
+    found = sorted(p.name for p in subdir.iterdir() if (p / lab.name / f"{lab.name}.ipynb").is_file()) if subdir.is_dir() else []
+    todo = list(students) if students is not None else found
+    missing = sorted(set(todo) - set(found))
+    if missing:
+        raise ValueError(f"no collected submission of {lab.name} for {missing}: run `fp8lab labs collect` first")
+    start = time.monotonic()
+    report = GradingReport(lab.name, seed, jobs, 0.0)
+    with tempfile.TemporaryDirectory(prefix=f"fp8lab-grade-{lab.name}-") as tmp:
+        template = prepare_scratch(lab, pathlib.Path(tmp) / "template", timeout=timeout)
+        _check_gradebook(lab, template, course)
+        n = max(1, min(jobs, len(todo)))
+        chunks = [todo[i::n] for i in range(n)]
+        workers = [copy_course(template, pathlib.Path(tmp) / f"worker{i}") for i in range(n)]
+        limit = _per_student_limit(lab, template)
+        for w, chunk in zip(workers, chunks):
+            for s in chunk:
+                dest = w.submitted(s, lab.name)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copytree(course.submitted(s, lab.name).parent, dest.parent, dirs_exist_ok=True)
+
+        def run(i: int) -> str:
+            try:
+                return grade_in_scratch(lab, workers[i], chunks[i], seed=seed, wall_limit=limit * len(chunks[i]))
+            except NbgraderError as err:
+                return str(err)
+
+        with ThreadPoolExecutor(max_workers=n) as pool:
+            logs = list(pool.map(run, range(n)))
+        for w, chunk, log in zip(workers, chunks, logs):  # merge one student at a time: one writer
+            for s in chunk:
+                if _has_submission(w, lab.name, s):
+                    merge_submission(w, course, lab.name, s)
+                else:
+                    report.failed[s] = _failure(log, s)
+                    _zero_submission(course, lab.name, s)
+    report.scores = {s: v for s, v in task_scores(lab.name, course).items() if s in todo}
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def _failure(log: str, student: str) -> str:
+    lines = [ln for ln in log.splitlines() if "ERROR" in ln or "Error" in ln or "ran past" in ln]
+    return f"grading {student} did not finish: " + (" | ".join(lines[-3:]) if lines else "see the nbgrader log")
+
+
+def _zero_submission(course: Course, lab: str, student: str) -> None:
+    """Record a submission that could not be graded with zero points, so it shows in the gradebook."""
+    from nbgrader.api import Gradebook
+
+    with _quiet_sqlalchemy(), Gradebook(course.db_url, COURSE_ID) as gb:
+        gb.update_or_create_student(student)
+        sub = gb.update_or_create_submission(lab, student)
+        for nb in sub.notebooks:
+            nb.flagged = True
+            for g in nb.grades:
+                g.auto_score, g.needs_manual_grade = 0.0, False
+        gb.db.commit()
+
+
+# ------------------------------------------------------------------------------------------------
+# scores and messages
+def task_scores(lab_name: str, course: Course | None = None) -> dict[str, dict[str, float]]:
+    """Points per task per student for one lab, read from the gradebook (tasks in lab order).
+
+    A task's points are the sum over its test cells ``test_<task>`` and ``hidden_<task>``.
+    """
+    from nbgrader.api import Gradebook, MissingEntry
+
+    course = course or main_course()
+    lab = get_lab(lab_name)
+    out: dict[str, dict[str, float]] = {}
+    with Gradebook(course.db_url, COURSE_ID) as gb:
+        try:
+            assignment = gb.find_assignment(lab.name)
+        except MissingEntry:
+            return out
+        for sub in assignment.submissions:
+            per = {t.id: 0.0 for t in lab.tasks}
+            for nb in sub.notebooks:
+                for g in nb.grades:
+                    for prefix in ("test_", "hidden_"):
+                        if g.name.startswith(prefix) and g.name[len(prefix):] in per:
+                            per[g.name[len(prefix):]] += float(g.score or 0.0)
+            out[sub.student.id] = per
+    return dict(sorted(out.items()))
+
+
+def cell_messages(notebook: pathlib.Path | str) -> dict[str, list[str]]:
+    """The error messages of each graded test cell of an autograded notebook (empty list: it passed)."""
+    import nbformat
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    out: dict[str, list[str]] = {}
+    for cell in nb.cells:
+        m = cell.get("metadata", {}).get("nbgrader", {})
+        if not (m.get("grade") and cell.cell_type == "code"):
+            continue
+        msgs = []
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "error":
+                msgs.append(f"{o.get('ename')}: {o.get('evalue')}".rstrip(": "))
+            elif o.get("output_type") == "stream" and o.get("name") == "stderr":
+                msgs.append("wrote to stderr (nbgrader scores that as a failure): " + o.get("text", "")[:300])
+        out[m.get("grade_id", "?")] = msgs
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# 4. feedback, 5. export
+def feedback(lab: str, course: Course | None = None) -> list[pathlib.Path]:
+    """Run ``nbgrader generate_feedback`` for a lab; returns the HTML files written."""
+    course = course or main_course()
+    get_lab(lab)
+    run_nbgrader(course, ["generate_feedback", lab, "--force"])
+    return sorted((course.grading / "feedback").glob(f"*/{lab}/{lab}.html"))
+
+
+def export(to: str | pathlib.Path | None = None, course: Course | None = None) -> tuple[pathlib.Path, pathlib.Path]:
+    """``nbgrader export`` to a CSV of totals (``to``, default ``.grading/grades.csv``) and a per-task CSV beside it."""
+    course = course or main_course()
+    to = pathlib.Path(to or course.grading / "grades.csv").resolve()
+    to.parent.mkdir(parents=True, exist_ok=True)
+    run_nbgrader(course, ["export", f"--to={to}"])
+    per_task = to.with_name(to.stem + "_by_task.csv")
+    with open(per_task, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["lab", "student_id", "task", "points", "max_points"])
+        for lab in list_labs():
+            for student, tasks in task_scores(lab.name, course).items():
+                for t in lab.tasks:
+                    w.writerow([lab.name, student, t.id, _num(tasks[t.id]), _num(t.points)])
+    return to, per_task
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if math.isfinite(x) and float(x).is_integer() else repr(float(x))
+
+
+def read_csv(path: str | pathlib.Path) -> list[dict[str, str]]:
+    """The rows of a CSV written by :func:`export` (for scripts and tests)."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+

@@ -1,0 +1,106 @@
+"""``ShortcutScan``: the nbgrader preprocessor that applies :mod:`fp8lab.labs.scan` while autograding.
+
+``nbgrader_config.py`` puts it in ``Autograde.sanitize_preprocessors`` right after
+``OverwriteCells``, so it sees the test and locked cells exactly as the gradebook stored them. For
+every task with a finding it makes that task's test cells fail on their first line with the
+finding in the message, which nbgrader then scores as zero and the feedback shows.
+
+Cells follow the lab convention (``solutions/AUTHORING.md``): a task ``T`` has the answer cell
+``T`` and the test cells ``test_T`` and ``hidden_T``.
+
+>>> import nbformat
+>>> nb = nbformat.v4.new_notebook(cells=[
+...     nbformat.v4.new_code_cell("def f(x):\\n    import fp8lab\\n    return fp8lab.quantize(x, 'e4m3')",
+...                               metadata={"nbgrader": {"grade_id": "f", "solution": True, "grade": False, "locked": False}}),
+...     nbformat.v4.new_code_cell("with no_shortcut(f) as g: g(1)",
+...                               metadata={"nbgrader": {"grade_id": "test_f", "grade": True, "solution": False, "locked": True, "points": 1}})])
+>>> nb, findings = mark_shortcuts(nb)
+>>> nb.cells[1].source.splitlines()[-2].startswith("raise AssertionError")
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from .scan import Cell, Finding, scan
+
+__all__ = ["notebook_cells", "mark_shortcuts", "task_of_test", "ShortcutScan", "TEST_PREFIXES"]
+
+#: grade-id prefixes of a task's test cells: ``test_T`` (visible) and ``hidden_T`` (hidden tests)
+TEST_PREFIXES = ("test_", "hidden_")
+
+MARK = "# fp8lab grader:"
+
+
+def _meta(cell: Any) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def task_of_test(grade_id: str) -> str | None:
+    """The task a test cell's grade id belongs to (``hidden_decode`` -> ``decode``), or None.
+
+    >>> task_of_test("hidden_decode"), task_of_test("setup")
+    ('decode', None)
+    """
+    for p in TEST_PREFIXES:
+        if grade_id.startswith(p) and len(grade_id) > len(p):
+            return grade_id[len(p):]
+    return None
+
+
+def notebook_cells(nb: Any) -> list[Cell]:
+    """The notebook's code cells as scan cells: which are trusted, which are answers, which are tests.
+
+    Trusted cells are those nbgrader restores from the gradebook: locked cells that kept their grade
+    id through sanitizing (a cell the student added with made-up metadata loses its grade id).
+    """
+    code = [c for c in nb.cells if c.get("cell_type") == "code"]
+    tests = {task_of_test(_meta(c).get("grade_id", "")) for c in code if _meta(c).get("grade")}
+    out = []
+    for i, c in enumerate(code):
+        m = _meta(c)
+        gid = m.get("grade_id")
+        trusted = bool(gid) and bool(m.get("locked")) and not m.get("solution")
+        task = gid if (gid and m.get("solution") and gid in tests) else None
+        test_of = task_of_test(gid) if (gid and m.get("grade") and not m.get("solution")) else None
+        out.append(Cell(gid or f"added cell {i + 1}", c.get("source", ""), trusted=trusted, task=task, test_of=test_of))
+    return out
+
+
+def mark_shortcuts(nb: Any) -> tuple[Any, list[Finding]]:
+    """Scan ``nb`` and make the test cells of every task with a finding fail with it; returns (nb, findings)."""
+    cells = notebook_cells(nb)
+    findings = scan(cells)
+    if not findings:
+        return nb, findings
+    tasks = {c.test_of for c in cells if c.test_of}
+    per_task: dict[str, list[Finding]] = {t: [] for t in tasks}
+    for f in findings:
+        for t in (f.tasks if f.tasks is not None else sorted(tasks)):
+            if t in per_task:
+                per_task[t].append(f)
+    for c in nb.cells:
+        m = _meta(c)
+        t = task_of_test(m.get("grade_id", "")) if m.get("grade") and c.get("cell_type") == "code" else None
+        if not t or not per_task.get(t):
+            continue
+        lines = [f.describe() for f in per_task[t]]
+        header = [f"{MARK} the source scan refused this submission's code, so this test cell scores zero:"]
+        header += [f"#   {line}" for line in lines]
+        why = "; ".join(lines)
+        header.append(f"raise AssertionError({('shortcut or tampering found by the grader: ' + why)!r})")
+        c["source"] = "\n".join(header) + "\n" + c.get("source", "")
+    return nb, findings
+
+
+class ShortcutScan(NbGraderPreprocessor):
+    """nbgrader preprocessor: fail the test cells of tasks whose answers take a shortcut (see the module doc)."""
+
+    def preprocess(self, nb, resources):  # noqa: D102 - nbgrader's interface
+        nb, findings = mark_shortcuts(nb)
+        for f in findings:
+            self.log.warning("shortcut scan: %s (costs %s)", f.describe(), ", ".join(f.tasks) if f.tasks else "every task")
+        return nb, resources
