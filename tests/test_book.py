@@ -34,7 +34,11 @@ def load_book_module():
 
 
 book = load_book_module()
-CHAPTER_FILES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb") if CHAPTER.match(p.name))
+
+
+def chapter_files() -> list[str]:
+    """The chapters in notebooks/ now (read when the book is built: chapters may be added while tests run)."""
+    return sorted(p.name for p in NOTEBOOKS.glob("*.ipynb") if CHAPTER.match(p.name))
 
 
 # --- the pieces (fast) --------------------------------------------------------------------------------------------
@@ -86,6 +90,8 @@ def test_widget_outputs_become_a_note_and_lose_their_state():
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
+    """The book built by tools/book.py into a temporary folder: (book folder, executed notebooks, chapter files)."""
+    names = chapter_files()
     out = tmp_path_factory.mktemp("book") / "book"
     executed = out.parent / "executed"
     t = time.monotonic()
@@ -93,7 +99,9 @@ def built(tmp_path_factory):
                           "--keep-executed", str(executed)], capture_output=True, text=True, timeout=1500, cwd=ROOT)
     assert run.returncode == 0, f"tools/book.py failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     print(f"\nbook built in {time.monotonic() - t:.0f} s:\n{run.stdout}")
-    return out, executed
+    built_names = sorted(p.name for p in executed.glob("*.ipynb"))
+    assert set(names) <= set(built_names), f"chapters missing from the book: {sorted(set(names) - set(built_names))}"
+    return out, executed, built_names
 
 
 def pages(out: Path) -> dict[str, str]:
@@ -106,23 +114,24 @@ IDS = re.compile(r'\bid="([^"]*)"')
 
 @pytest.mark.slow
 def test_the_contents_page_lists_every_chapter_in_order(built):
-    out, _ = built
+    out, executed, names = built
     index = (out / "index.html").read_text(encoding="utf-8")
     hrefs = [h for h in HREF.findall(index) if CHAPTER.match(h.replace(".html", ".ipynb"))]
-    assert hrefs == [n.replace(".ipynb", ".html") for n in CHAPTER_FILES]
-    for name in CHAPTER_FILES:
-        nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    assert hrefs == [n.replace(".ipynb", ".html") for n in names]
+    for name in names:
+        nb = nbformat.read(executed / name, as_version=4)  # the version the book was built from
         title = nb.cells[0].source.lstrip().splitlines()[0].lstrip("# ").strip()
         assert html.escape(title) in index, f"the contents page lacks the title of {name}: {title!r}"
         assert (out / name.replace(".ipynb", ".html")).is_file()
+    assert "`" not in index, "a hook's markdown (a code span) was not rendered on the contents page"
 
 
 @pytest.mark.slow
 def test_every_chapter_page_carries_its_figures_inline(built):
-    out, executed = built
+    out, executed, names = built
     from fp8lab.course.execute import figure_count
 
-    for name in CHAPTER_FILES:
+    for name in names:
         page = (out / name.replace(".ipynb", ".html")).read_text(encoding="utf-8")
         inline = len(re.findall(r'<img[^>]+src="data:image/(?:png|svg\+xml)[;,]', page))
         expected = figure_count(nbformat.read(executed / name, as_version=4))
@@ -133,11 +142,11 @@ def test_every_chapter_page_carries_its_figures_inline(built):
 
 @pytest.mark.slow
 def test_links_between_chapters_resolve_inside_the_book(built):
-    out, _ = built
+    out, _, names = built
     all_pages = pages(out)
     # nbconvert percent-encodes non-ASCII heading ids (an em dash is %E2%80%94): compare both spellings
     ids = {name: {v for i in IDS.findall(text) for v in (i, unquote(i))} for name, text in all_pages.items()}
-    present = {n[:2]: n for n in CHAPTER_FILES}
+    present = {n[:2]: n for n in names}
     unwritten = []
     for name, text in all_pages.items():
         for href in HREF.findall(text):
@@ -165,7 +174,7 @@ def test_links_between_chapters_resolve_inside_the_book(built):
 
 @pytest.mark.slow
 def test_pages_show_no_widget_reprs_and_load_nothing_from_a_cdn(built):
-    out, _ = built
+    out, _, names = built
     for name, text in pages(out).items():
         assert "interactive(children=" not in text and "VBox(children=" not in text, name
         assert "@jupyter-widgets/html-manager" not in text, f"{name} would fetch a widget manager"
@@ -173,8 +182,8 @@ def test_pages_show_no_widget_reprs_and_load_nothing_from_a_cdn(built):
 
 @pytest.mark.slow
 def test_the_glossary_from_the_welcome_chapter_is_in_the_book(built):
-    out, _ = built
-    if "00_welcome.ipynb" not in CHAPTER_FILES:
+    out, _, names = built
+    if "00_welcome.ipynb" not in names:
         pytest.skip("no 00_welcome.ipynb yet: nothing to take the glossary from")
     index = (out / "index.html").read_text(encoding="utf-8")
     glossary = (out / "glossary.html").read_text(encoding="utf-8")

@@ -1,6 +1,7 @@
-"""The course in a real browser: JupyterLab as `make lab` starts it, headless Chromium driven by selenium.
+"""The course in a real browser: JupyterLab started by `make lab`, headless Chromium driven by selenium.
 
-On a temporary copy of the course, the test opens the welcome chapter, follows its link to chapter
+`make lab` makes the learner's working copy in a temporary folder (``--root``, ``--copy``) and prints
+the URL to open; the test opens it (the welcome chapter), follows the welcome chapter's link to chapter
 03, runs it with Run > Run All Cells, finds no error output, and checks that the widgets render as
 widgets (not "Loading widget..." and not their text repr) and answer a click and a slider.
 
@@ -15,10 +16,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
+import signal
 import subprocess
-import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -36,25 +37,10 @@ CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                 "--disable-dev-shm-usage", "--disable-extensions", "--window-size=1400,1000"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def lab_command(course: Path, port: int, token: str) -> list[str]:
-    """JupyterLab as ``make lab`` starts it, on ``course``, with the extra arguments a headless run passes."""
-    jupyter = Path(sys.executable).with_name("jupyter")
-    cmd = [str(jupyter), "lab", str(course), "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-           f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0"]
-    if os.geteuid() == 0:
-        cmd.append("--allow-root")
-    return cmd
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """A JupyterLab server on a fresh copy of the course; yields (base URL, token)."""
+    """``make lab`` on a temporary root: it makes the working copy there and prints the URL; yields
+    (base URL, token, working copy, the printed URL)."""
     if CHROMIUM is None or DRIVER is None:
         pytest.skip("no headless browser here: install the Debian packages chromium and chromium-driver "
                     "(`apt-get install chromium chromium-driver`, as .ci/run does) to run the browser test")
@@ -62,35 +48,47 @@ def lab(tmp_path_factory):
     for name in (WELCOME, CHAPTER):
         if not (ROOT / "notebooks" / name).exists():
             pytest.fail(f"notebooks/{name} is missing: the browser test opens {WELCOME} and runs {CHAPTER}")
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed: the browser test starts JupyterLab with `make lab`")
     tmp = tmp_path_factory.mktemp("lab")
-    course = tmp / "course"
-    shutil.copytree(ROOT / "notebooks", course, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    port, token = free_port(), "fp8lab-browser-test"
+    copy = tmp / "my_course"
+    token = "fp8lab-browser-test"
+    args = (f"--root {tmp} --source {ROOT / 'notebooks'} --copy {copy} --no-browser --ip=127.0.0.1 "
+            f"--IdentityProvider.token={token}")
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), JUPYTER_CONFIG_DIR=str(tmp / "config"),
                JUPYTER_DATA_DIR=str(tmp / "data"), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    env["JUPYTER_PATH"] = os.pathsep.join([str(Path(sys.prefix) / "share" / "jupyter")])
-    log_path = tmp / "lab.log"
-    log = open(log_path, "w")
-    proc = subprocess.Popen(lab_command(course, port, token), stdout=log, stderr=subprocess.STDOUT, cwd=tmp, env=env)
-    base = f"http://127.0.0.1:{port}"
+    out_path = tmp / "make-lab.out"
+    out = open(out_path, "w")
+    proc = subprocess.Popen(["make", "--no-print-directory", "-C", str(ROOT), "lab", f"ARGS={args}"], stdout=out,
+                            stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"JupyterLab did not start:\n{log_path.read_text()[-3000:]}")
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
+        deadline = time.monotonic() + 180
+        url = None
+        while url is None:
+            text = out_path.read_text(errors="replace")
+            m = re.search(r"fp8lab course: open (\S+)", text)
+            if m:
+                url = m.group(1)
+            elif proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"make lab did not print the line to open:\n{text[-3000:]}")
+            else:
                 time.sleep(0.5)
-        yield base, token, log_path
+        parts = urllib.parse.urlsplit(url)
+        assert parts.path.endswith(f"/{WELCOME}") and f"token={token}" in parts.query, url
+        base = f"{parts.scheme}://{parts.netloc}"
+        urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=10)
+        yield base, token, copy, url
     finally:
-        proc.terminate()
         try:
-            proc.wait(timeout=20)
+            os.killpg(proc.pid, signal.SIGTERM)  # make lab stops JupyterLab and its kernels on SIGTERM
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        out.close()
 
 
 @pytest.fixture(scope="module")
@@ -152,10 +150,11 @@ def kernel_idle(driver) -> bool:
     return bool(status) and status[0].get_attribute("data-status") == "idle"
 
 
-def open_notebook(driver, base: str, token: str, name: str):
+def open_notebook(driver, url: str, name: str):
+    """Open ``url`` (a /lab/tree/... URL with its token) in a fresh workspace and wait for ``name``'s kernel."""
     from selenium.webdriver.common.by import By
 
-    driver.get(f"{base}/lab/tree/{name}?reset&token={token}")  # reset: a fresh workspace, this document only
+    driver.get(url + "&reset")  # reset: a fresh workspace that shows this document only
     wait_for(driver, lambda d: current_tab(d) == name and panel(d) is not None
              and panel(d).find_elements(By.CSS_SELECTOR, ".jp-Cell"), 90, f"JupyterLab to show {name}")
     wait_for(driver, kernel_idle, 90, f"the kernel of {name} to start")
@@ -191,13 +190,16 @@ def code_prompts(driver) -> list[str]:
 def test_the_welcome_chapter_opens_and_links_to_chapter_03(lab, browser):
     from selenium.webdriver.common.by import By
 
-    base, token, _ = lab
-    open_notebook(browser, base, token, WELCOME)
+    base, token, copy, url = lab
+    open_notebook(browser, url, WELCOME)
     heading = wait_for(browser, lambda d: dom_texts(d, ".jp-MarkdownOutput h1"), 30, "the welcome chapter's title")
     assert "Welcome" in heading[0]
-    links = [a for a in panel(browser).find_elements(By.CSS_SELECTOR, ".jp-MarkdownOutput a")
-             if (a.get_attribute("href") or "").split("?")[0].split("#")[0].endswith(CHAPTER)]
-    assert links, f"the welcome chapter has no link to {CHAPTER}"
+
+    def links_to_chapter(d):
+        return [a for a in panel(d).find_elements(By.CSS_SELECTOR, ".jp-MarkdownOutput a")
+                if (a.get_attribute("href") or "").split("?")[0].split("#")[0].endswith(CHAPTER)]
+
+    links = wait_for(browser, links_to_chapter, 30, f"the welcome chapter's link to {CHAPTER}")
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", links[0])
     links[0].click()
     wait_for(browser, lambda d: any(t.text.strip() == CHAPTER for t in d.find_elements(By.CSS_SELECTOR, ".lm-TabBar-tabLabel")),
@@ -209,9 +211,8 @@ def test_chapter_03_runs_all_cells_without_errors_and_its_widgets_respond(lab, b
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
-    base, token, log_path = lab
-    course = log_path.parent / "course"
-    open_notebook(browser, base, token, CHAPTER)
+    base, token, course, url = lab
+    open_notebook(browser, url.replace(WELCOME, CHAPTER), CHAPTER)
     import nbformat
 
     saved = course / CHAPTER

@@ -1,10 +1,13 @@
-"""`make lab` is proven, not hoped for: JupyterLab starts headless, answers its REST API and lists the course."""
+"""`make lab` is proven, not hoped for: the learner's working copy (made once, never overwritten), the
+argument pass-through, and (slow) JupyterLab started exactly as `make lab` starts it, answering the one
+URL it prints, serving the copy, and stopping when the launcher is stopped."""
 
 from __future__ import annotations
 
 import json
 import os
 import pathlib
+import signal
 import socket
 import subprocess
 import sys
@@ -13,8 +16,82 @@ import urllib.request
 
 import pytest
 
+from fp8lab.course.lab import jupyter_command, lab_url, parse_arguments
+from fp8lab.course.workcopy import MANIFEST, fresh_copy, refresh_chapter, sync_working_copy
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.slow
+
+
+def course(tmp_path, names=("00_welcome", "01_fp32")) -> pathlib.Path:
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    for n in names:
+        (src / f"{n}.ipynb").write_text(json.dumps({"cells": [], "name": n}))
+    return src
+
+
+def test_the_first_sync_makes_the_copy_and_later_syncs_add_only_new_chapters(tmp_path) -> None:
+    src, copy = course(tmp_path), tmp_path / "my_course"
+    first = sync_working_copy(src, copy)
+    assert first.created and first.added == ("00_welcome.ipynb", "01_fp32.ipynb")
+    assert (copy / MANIFEST).exists()
+    (copy / "01_fp32.ipynb").write_text("my edits")             # the learner saves their work
+    (src / "02_fp16_bf16.ipynb").write_text("{}")                # the course grows
+    second = sync_working_copy(src, copy)
+    assert not second.created and second.added == ("02_fp16_bf16.ipynb",)
+    assert (copy / "01_fp32.ipynb").read_text() == "my edits"     # never overwritten
+
+
+def test_an_upstream_change_is_reported_not_applied(tmp_path) -> None:
+    src, copy = course(tmp_path), tmp_path / "my_course"
+    sync_working_copy(src, copy)
+    (src / "00_welcome.ipynb").write_text("new version")
+    (src / "01_fp32.ipynb").write_text("new version")
+    (copy / "01_fp32.ipynb").write_text("my edits")
+    report = sync_working_copy(src, copy)
+    assert report.changed_upstream == ("00_welcome.ipynb", "01_fp32.ipynb") and report.edited == ("01_fp32.ipynb",)
+    assert (copy / "00_welcome.ipynb").read_text() != "new version"
+    text = "\n".join(report.lines())
+    assert "your copy is unchanged" in text and "you have edited your copy" in text and "--refresh 01_fp32" in text
+
+
+def test_refresh_keeps_the_learners_file_and_fresh_renames_the_copy(tmp_path) -> None:
+    src, copy = course(tmp_path), tmp_path / "my_course"
+    sync_working_copy(src, copy)
+    (copy / "01_fp32.ipynb").write_text("my edits")
+    (src / "01_fp32.ipynb").write_text("new version")
+    backup = refresh_chapter(src, copy, "01")
+    assert backup.read_text() == "my edits" and (copy / "01_fp32.ipynb").read_text() == "new version"
+    assert sync_working_copy(src, copy).changed_upstream == ()
+    with pytest.raises(ValueError, match="no single chapter"):
+        refresh_chapter(src, copy, "09_missing")
+    old = fresh_copy(src, copy)
+    assert old.exists() and (old / backup.name).read_text() == "my edits"
+    assert sorted(p.name for p in copy.glob("*.ipynb")) == ["00_welcome.ipynb", "01_fp32.ipynb"]
+
+
+def test_a_course_folder_without_chapters_is_a_clear_error(tmp_path) -> None:
+    with pytest.raises(ValueError, match="no notebooks"):
+        sync_working_copy(tmp_path / "nothing", tmp_path / "copy")
+
+
+def test_port_ip_token_and_browser_are_read_and_everything_else_passes_through() -> None:
+    opts = parse_arguments(["--port", "8890", "--ip=0.0.0.0", "--no-browser", "--ServerApp.base_url=/x/", "--refresh", "03"])
+    assert (opts.port, opts.ip, opts.open_browser, opts.refresh) == (8890, "0.0.0.0", False, ["03"])
+    cmd = jupyter_command(opts, 8890, "tok")
+    assert "--ServerApp.base_url=/x/" in cmd and "--ServerApp.port=8890" in cmd and "--ServerApp.ip=0.0.0.0" in cmd
+    assert f"--ServerApp.root_dir={opts.root}" in cmd and "--ServerApp.port_retries=0" in cmd
+    assert ("--allow-root" in cmd) == (os.geteuid() == 0)
+    assert lab_url("127.0.0.1", 8890, "my_course/00_welcome.ipynb", "tok") == \
+        "http://127.0.0.1:8890/lab/tree/my_course/00_welcome.ipynb?token=tok"
+    with pytest.raises(SystemExit, match="port number"):
+        parse_arguments(["--port=abc"])
+
+
+def test_the_makefile_runs_the_launcher_and_the_copy_is_git_ignored() -> None:
+    make = (ROOT / "Makefile").read_text()
+    assert "-m fp8lab.course.lab $(ARGS)" in make and "--fresh $(ARGS)" in make
+    assert "/my_course/" in (ROOT / ".gitignore").read_text().splitlines()
 
 
 def free_port() -> int:
@@ -23,49 +100,47 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def get(url: str, token: str) -> dict | list:
-    req = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
-    with urllib.request.urlopen(req, timeout=5) as resp:
-        return json.loads(resp.read())
+def get(url: str, token: str | None = None):
+    headers = {"Authorization": f"token {token}"} if token else {}
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10) as resp:
+        body = resp.read()
+        return resp.status, body
 
 
-def test_jupyterlab_serves_the_course(tmp_path):
-    port, token = free_port(), "fp8lab-test-token"
-    jupyter = pathlib.Path(sys.executable).with_name("jupyter")
-    cmd = [str(jupyter), "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={ROOT}", "--ServerApp.port_retries=0"]
-    if os.geteuid() == 0:
-        cmd.append("--allow-root")  # CI and this machine run as root; JupyterLab refuses otherwise
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_CONFIG_DIR=str(tmp_path / "config"))
-    log = open(tmp_path / "lab.log", "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
-    base = f"http://127.0.0.1:{port}"
+@pytest.mark.slow
+def test_make_lab_serves_the_working_copy_at_the_url_it_prints(tmp_path) -> None:
+    port = free_port()
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+               PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "fp8lab.course.lab", "--root", str(tmp_path), "--source", str(ROOT / "notebooks"),
+           "--no-browser", f"--port={port}", "--ip=127.0.0.1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    lines = []
     try:
-        deadline = time.monotonic() + 120
-        status = None
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
+        deadline = time.monotonic() + 150
+        url = None
+        while time.monotonic() < deadline and url is None:
+            line = proc.stdout.readline()
+            if not line:
                 break
-            try:
-                status = get(f"{base}/api/status", token)
-                break
-            except OSError:
-                time.sleep(0.5)
-        assert status is not None, f"JupyterLab did not answer within 120 s:\n{(tmp_path / 'lab.log').read_text()[-3000:]}"
-        listing = get(f"{base}/api/contents/notebooks", token)
-        assert listing["type"] == "directory"
-        names = {item["name"] for item in listing["content"]}
-        on_disk = {p.name for p in (ROOT / "notebooks").iterdir() if not p.name.startswith(".")}
-        assert names == on_disk, f"the server lists {sorted(names)}, the folder holds {sorted(on_disk)}"
-        assert any(n.endswith(".ipynb") for n in names), "the course folder has no notebook"
-        kernels = get(f"{base}/api/kernelspecs", token)
-        assert "python3" in kernels["kernelspecs"]
-        lab_page = urllib.request.urlopen(urllib.request.Request(f"{base}/lab", headers={"Authorization": f"token {token}"}), timeout=10)
-        assert lab_page.status == 200
+            lines.append(line)
+            if line.startswith("fp8lab course: open "):
+                url = line.split("open ", 1)[1].strip()
+        assert url, f"make lab printed no URL line:\n{''.join(lines)}"
+        assert sum("http" in ln for ln in lines) == 1, f"more than one URL printed:\n{''.join(lines)}"
+        assert url.startswith(f"http://127.0.0.1:{port}/lab/tree/my_course/00_welcome.ipynb?token=")
+        assert get(url)[0] == 200
+        token = url.split("token=", 1)[1]
+        status, body = get(f"http://127.0.0.1:{port}/api/contents/my_course", token)
+        names = {item["name"] for item in json.loads(body)["content"]}
+        on_disk = {p.name for p in (ROOT / "notebooks").glob("*.ipynb")}
+        assert on_disk <= names, f"the server lists {sorted(names)}, the course has {sorted(on_disk)}"
+        assert "python3" in json.loads(get(f"http://127.0.0.1:{port}/api/kernelspecs", token)[1])["kernelspecs"]
     finally:
-        proc.terminate()
+        proc.send_signal(signal.SIGTERM)  # as Ctrl+C or a CI runner would stop it
         try:
-            proc.wait(timeout=20)
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
-        log.close()
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0, "JupyterLab still listens after make lab was stopped"

@@ -6,7 +6,8 @@ sources, no torch bfloat16 matmul, the glossary, jargon defined where first used
 
 Slow checks execute each chapter once per session (``fp8lab.course.execute``: kernels single-threaded,
 the shell channel polled in slices so that a widget cell cannot stall the run) and assert: no error,
-every cell under ``CELL_TIMEOUT_S``, the chapter under ``CHAPTER_BUDGET_S``, at least one figure, every
+every cell under ``CELL_TIMEOUT_S``, the chapter's kernel under ``CHAPTER_BUDGET_S`` of CPU time and its
+cells under ``CHAPTER_WALL_LIMIT_S`` of wall time, at least one figure, every
 number in the prose backed by an earlier output or a cited source; and, in a second kernel, that
 every myth and self-check cell runs on its own after only the chapter's first code cell.
 
@@ -33,8 +34,11 @@ IDS = [p.name for p in NOTEBOOKS]
 
 #: a cell that takes longer has stalled (the widget stall waited out a 300 s timeout before it was fixed)
 CELL_TIMEOUT_S = 30
-#: all cells of one chapter together, single-threaded kernel, two chapters at a time on two cores
+#: the course's promise: a chapter's work, top to bottom, under a minute on one of two cores. Measured as
+#: the kernel's CPU time (where /proc exists), which a machine shared with other jobs does not inflate
 CHAPTER_BUDGET_S = 60
+#: wall time of all cells together: only a hang-catcher, generous enough for a machine loaded several times over
+CHAPTER_WALL_LIMIT_S = 300
 #: what the issue asks to be defined where first used, and how a definition is marked (the term in bold)
 JARGON = {"binade": r"\*\*binades?\*\*", "ulp": r"\*\*ulp\*\*", "decade": r"\*\*decades?\*\*", "TF32": r"\*\*TF32\*\*",
           "GEMM": r"\*\*GEMMs?\*\*", "epilogue": r"\*\*epilogue\*\*", "HBM": r"\*\*HBM\*\*", "RoPE": r"\*\*RoPE\*\*"}
@@ -239,9 +243,13 @@ def test_chapter_runs_within_its_budget_and_backs_every_number(path: Path) -> No
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     if errors:
         problems.append(f"error outputs: {[e.ename + ': ' + e.evalue for e in errors]}")
-    if run.seconds > CHAPTER_BUDGET_S:
-        problems.append(f"the cells took {run.seconds:.0f} s together, over the {CHAPTER_BUDGET_S} s budget; "
-                        f"slowest cells {[(i, round(s, 1)) for i, s in run.slowest()]}")
+    work = run.cpu_seconds if run.cpu_seconds is not None else run.seconds
+    if work > CHAPTER_BUDGET_S:
+        problems.append(f"the chapter used {work:.0f} s of {'CPU' if run.cpu_seconds is not None else 'wall'} time, "
+                        f"over the {CHAPTER_BUDGET_S} s budget; slowest cells {[(i, round(s, 1)) for i, s in run.slowest()]}")
+    if run.seconds > CHAPTER_WALL_LIMIT_S:
+        problems.append(f"the cells took {run.seconds:.0f} s of wall time together (limit {CHAPTER_WALL_LIMIT_S} s): "
+                        f"a hang? slowest cells {[(i, round(s, 1)) for i, s in run.slowest()]}")
     if figure_count(nb) < 1:
         problems.append("no figure")
     unbacked = unbacked_numbers(nb)
@@ -249,7 +257,8 @@ def test_chapter_runs_within_its_budget_and_backs_every_number(path: Path) -> No
         problems.append("numbers in the prose that no earlier output shows and no citation backs (print them from "
                         "code, or add them to metadata['fp8lab']['cited_numbers'] with their source):\n    "
                         + "\n    ".join(str(f) for f in unbacked))
-    assert not problems, f"{path.name} ({run.seconds:.1f} s):\n  " + "\n  ".join(problems)
+    assert not problems, (f"{path.name} ({run.seconds:.1f} s wall, {run.cpu_seconds} s CPU):\n  "
+                          + "\n  ".join(problems))
 
 
 @pytest.mark.slow

@@ -160,19 +160,25 @@ def markdown_to_html(text: str) -> str:
     return mistune.create_markdown(plugins=["table", "strikethrough"], escape=False)(text)
 
 
+def inline_markdown(text: str) -> str:
+    """One line of markdown (a chapter's hook: code spans, emphasis) as inline HTML, without the paragraph."""
+    out = markdown_to_html(text).strip()
+    return out[3:-4] if out.startswith("<p>") and out.endswith("</p>") else out
+
+
 def index_page(chs: list[Chapter], glossary_md: str, times: dict[str, float]) -> str:
     rows = "".join(
         f'<tr><td>{c.number}</td><td><a href="{c.html_name}">{html.escape(c.title)}</a></td>'
-        f"<td>{html.escape(c.hook)}</td></tr>" for c in chs)
+        f"<td>{inline_markdown(c.hook)}</td></tr>" for c in chs)
     glossary = (f'<section id="glossary">{rewrite_links(markdown_to_html(glossary_md))}</section>'
-                if glossary_md else "<p>(The welcome chapter has no Glossary section yet.)</p>")
+                if glossary_md else "<h2>Glossary</h2><p>(The welcome chapter has no Glossary section yet.)</p>")
     built = time.strftime("%Y-%m-%d %H:%M")
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>fp8lab: the course</title>{STYLE}</head>"
             f"<body><div class='fp8lab-book'><h1>fp8lab: low-precision numerics for large models</h1>"
             f"<p>The executed course, built {built} by <code>make book</code>. The interactive widgets need a live "
             f"kernel: run <code>make lab</code> for those.</p>"
             f"<h2 id='contents'>Contents</h2><table><tr><th>#</th><th>chapter</th><th>the question it opens with</th></tr>"
-            f"{rows}</table><h2>Glossary</h2>{glossary}</div></body></html>")
+            f"{rows}</table>{glossary}</div></body></html>")
 
 
 def build(out: Path, jobs: int = 2, executed: Path | None = None, folder: Path = NOTEBOOKS,

@@ -77,12 +77,18 @@ get_ipython().events.register("post_run_cell", _fp8lab_install_bf16_guard)
 
 @dataclass(frozen=True)
 class ExecutedChapter:
-    """An executed notebook (outputs filled in), the seconds each cell took, and the total."""
+    """An executed notebook (outputs filled in), the seconds each cell took, the total, and the kernel's CPU time.
+
+    ``cpu_seconds`` is the CPU time (user + system) the kernel process used, read from ``/proc`` where
+    there is one (None elsewhere): on a machine shared with other jobs it measures the chapter's own
+    work, which the wall time does not.
+    """
 
     path: Path
     notebook: Any
     cell_seconds: tuple[float, ...]
     wall_seconds: float
+    cpu_seconds: float | None = None
 
     @property
     def seconds(self) -> float:
@@ -110,6 +116,22 @@ def figure_count(nb: Mapping[str, Any]) -> int:
     """
     return sum(1 for c in nb.get("cells", []) if c.get("cell_type") == "code" for o in c.get("outputs", [])
                if {"image/png", "image/svg+xml"} & set(o.get("data", {})))
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of process ``pid`` (Linux ``/proc``), or None when unavailable."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def _kernel_pid(client: Any) -> int | None:
+    provisioner = getattr(getattr(client, "km", None), "provisioner", None)
+    return getattr(provisioner, "pid", None)
 
 
 def _poll_in_slices(channel: Any) -> None:
@@ -175,7 +197,8 @@ def execute_chapter(path: "str | os.PathLike[str]", *, cell_timeout: int = 60, t
                 started = time.monotonic()
                 client.execute_cell(cell, index)
                 seconds[index] = time.monotonic() - started
-        return ExecutedChapter(path, nb, tuple(seconds), time.monotonic() - t0)
+            cpu = _cpu_seconds(_kernel_pid(client))
+        return ExecutedChapter(path, nb, tuple(seconds), time.monotonic() - t0, cpu)
 
 
 def run_on_their_own(path: "str | os.PathLike[str]", indices: Sequence[int], *, first: Sequence[int] | None = None,
