@@ -46,6 +46,9 @@ def expand_blocks(scales: Any, block: tuple[int, ...], shape: tuple[int, ...]):
     return out[index]
 
 
+_CORE_KEYS = ("amax", "nonfinite_blocks", "saturated_blocks", "overflow")
+
+
 @dataclass(frozen=True, eq=False)
 class QuantInfo(Mapping):
     """What quantizing a tensor reported: typed fields, also readable as a mapping (``q.info["overflow"]``).
@@ -68,21 +71,40 @@ class QuantInfo(Mapping):
     amax_used: float | None = None  #: delayed scaling: the history's amax the scale was fitted to
     step: int | None = None  #: delayed scaling: how many amaxes the history held before this call
 
+    present: tuple[str, ...] | None = field(default=None, repr=False)  #: keys the mapping shows (None: the non-None ones)
+
+    def __post_init__(self) -> None:
+        if self.present is None:
+            keep = _CORE_KEYS + tuple(k for k in self._names() if k not in _CORE_KEYS and getattr(self, k) is not None)
+            object.__setattr__(self, "present", keep)
+        else:
+            unknown = set(self.present) - set(self._names())
+            if unknown:
+                raise ValueError(f"QuantInfo has no field {sorted(unknown)[0]!r}")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "QuantInfo":
+        """The info of a recipe's dict: every key given is shown, even one whose value is None.
+
+        >>> QuantInfo.from_dict({"amax": 2.0, "amax_used": None})["amax_used"] is None
+        True
+        """
+        return cls(**d, present=tuple(dict.fromkeys((*_CORE_KEYS, *d))))
+
     def __getitem__(self, key: str) -> Any:
-        value = getattr(self, key, None) if key in self._names() else None
-        if value is None:
+        if key not in self.present:
             raise KeyError(key)
-        return value
+        return getattr(self, key)
 
     def __iter__(self):
-        return (k for k in self._names() if getattr(self, k) is not None)
+        return iter(self.present)
 
     def __len__(self) -> int:
-        return sum(1 for _ in self)
+        return len(self.present)
 
     @classmethod
     def _names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
+        return tuple(f.name for f in fields(cls) if f.name != "present")
 
     def replace(self, **changes: Any) -> "QuantInfo":
         """A copy with some fields changed.
@@ -90,7 +112,8 @@ class QuantInfo(Mapping):
         >>> QuantInfo().replace(overflow=True).overflow
         True
         """
-        return dataclasses.replace(self, **changes)
+        present = self.present + tuple(k for k in changes if k not in self.present)
+        return dataclasses.replace(self, **changes, present=present)
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,7 +149,7 @@ class QTensor:
         set_("format", get_format(self.format))
         set_("scale_format", get_format(self.scale_format))
         if isinstance(self.info, dict):
-            set_("info", QuantInfo(**self.info))
+            set_("info", QuantInfo.from_dict(self.info))
         elif not isinstance(self.info, QuantInfo):
             raise TypeError(f"QTensor.info is a QuantInfo (or a dict of its fields), got {type(self.info).__name__}")
         shape = tuple(self.codes.shape)

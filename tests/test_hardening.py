@@ -378,6 +378,9 @@ def test_a_frozen_qtensor_and_its_typed_info():
     assert q.info.overflow is False and q.info["saturated_blocks"] == 0 and "scale_codes" not in q.info
     t = q.T
     assert t.block == (128, 1) and np.array_equal(t.dequantize(), q.dequantize().T)
+    d = fl.quantize_tensor(np.ones(4, np.float32), "e4m3", fl.DelayedScaling())  # first step: no history yet
+    assert d.info["amax_used"] is None and d.info["step"] == 0 and "scale_codes" not in d.info
+    assert dict(fl.quantize_tensor(np.ones((1, 32), np.float32), "e4m3", "mx").T.info)["scale_codes"].shape == (1, 1)
 
 
 # ----------------------------------------------------------------------------------------------
