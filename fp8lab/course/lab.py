@@ -222,6 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise KeyboardInterrupt  # SIGTERM (kill, timeout, a CI runner) stops the server as Ctrl+C does
 
     previous = signal.signal(signal.SIGTERM, _terminate)
+    # Ctrl+C stops the server even where SIGINT arrived ignored (a shell's background job, some CI runners)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         if not _wait_until_ready(port, token, proc, opts.start_timeout):
             _stop(proc)
@@ -247,6 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         _stop(proc)
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
 
 
 if __name__ == "__main__":

@@ -74,10 +74,11 @@ class SyncReport:
             out.append(f"made your working copy of the course in {self.copy}/ ({len(self.added)} chapters)")
         elif self.added:
             out.append(f"added {len(self.added)} new chapter(s) to {self.copy}/: {', '.join(self.added)}")
-        for name in self.changed_upstream:
-            mine = "you have edited your copy" if name in self.edited else "your copy is unchanged"
-            out.append(f"{name} has a newer version in notebooks/ ({mine}); to take it, keeping yours as a "
-                       f"backup: make lab ARGS=\"--refresh {Path(name).stem}\"")
+        if self.changed_upstream:
+            names = [Path(n).stem + (" (edited by you)" if n in self.edited else "") for n in self.changed_upstream]
+            first = Path(self.changed_upstream[0]).stem
+            out.append(f"newer versions in notebooks/ of: {', '.join(names)}; your copies are kept as they are. "
+                       f"To take one, keeping yours as a backup: make lab ARGS=\"--refresh {first}\"")
         return out
 
 
