@@ -157,3 +157,33 @@ def value_explorer(x: float = 0.1, fmt: "str | Format" = "e4m3") -> Any:
     box = w.VBox([w.HBox([number, menu, saturate]), text])
     box.number, box.format, box.saturate, box.text = number, menu, saturate, text
     return box
+
+
+def compare_formats_at(x: float, formats=("e4m3", "e5m2")) -> str:
+    """What ``x`` becomes in each format: the stored value, the relative error and the kind of code.
+
+    >>> print(compare_formats_at(2.0**-8 * 1.3))
+    x = 0.005078125
+      float8_e4m3fn  0.005859375  error +15.38%  subnormal
+      float8_e5m2    0.0048828125  error -3.85%  normal
+    """
+    x = float(x)
+    lines = [f"x = {x!r}"]
+    for name in formats:
+        e = explain(x, name)
+        err = f"error {e.relative_error:+.2%}" if e.relative_error == e.relative_error else "error -"
+        lines.append(f"  {get_format(name).name:14s} {e.value!r}  {err}  {e.kind}")
+    return "\n".join(lines)
+
+
+def magnitude_explorer(formats=("e4m3", "e5m2"), exponent: int = 0, mantissa: float = 1.3) -> Any:
+    """A slider over ``log2 |x|`` above :func:`compare_formats_at`: walk a value from overflow down to zero.
+
+    Needs ipywidgets; returns an ``interactive`` widget whose slider is ``.children[0]``.
+    """
+    w = require("ipywidgets", "fp8lab's widgets")
+    fs = [get_format(f) for f in formats]
+    lo = min(int(np.floor(np.log2(f.min_subnormal))) for f in fs) - 2
+    hi = max(int(np.ceil(np.log2(f.max))) for f in fs) + 1
+    slider = w.IntSlider(value=int(exponent), min=lo, max=hi, step=1, description="log2 |x|", continuous_update=False)
+    return w.interactive(lambda e: print(compare_formats_at(mantissa * 2.0**e, formats)), e=slider)

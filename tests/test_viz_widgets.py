@@ -200,3 +200,15 @@ def test_plots_draw_into_a_given_axes_and_reject_integer_formats() -> None:
         viz.plot_value_grid(["int8"])
     with pytest.raises(ValueError, match="at least one"):
         viz.plot_relative_spacing([])
+
+
+def test_compare_formats_at_and_the_magnitude_slider() -> None:
+    text = widgets.compare_formats_at(2.0**-8 * 1.3)
+    assert "float8_e4m3fn" in text and "subnormal" in text and "float8_e5m2" in text
+    assert "NaN" in widgets.compare_formats_at(1e6) and "inf" in widgets.compare_formats_at(1e6)
+    box = widgets.magnitude_explorer(("e4m3", "e5m2"), exponent=-8)
+    slider = box.children[0]
+    e5m2 = fl.get_format("e5m2")
+    assert slider.min < math.log2(fl.get_format("e4m3").min_subnormal) and slider.max > math.log2(e5m2.max)
+    slider.value = 17  # above E5M2's max (2^15.8): both overflow
+    assert slider.value == 17
