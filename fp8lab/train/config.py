@@ -27,7 +27,7 @@ class TrainConfig:
     >>> TrainConfig(steps=0)
     Traceback (most recent call last):
     ...
-    ValueError: TrainConfig.steps must be >= 1, got 0
+    ValueError: TrainConfig.steps must be positive, got 0
     """
 
     steps: int = 2000
