@@ -52,8 +52,35 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def merge(paths: list[Path], out: Path) -> dict:
+    """Join result files of runs of the same configuration (run in parallel on a slow machine) into one.
+
+    Each file keeps its own fp32 row as the baseline of its step-time ratios (same process, same load);
+    the first file's row wins where a recipe appears twice; fp32's validation loss must agree bit for bit.
+    """
+    parts = [json.loads(Path(p).read_text()) for p in paths]
+    if any(p["config"] != parts[0]["config"] for p in parts):
+        raise SystemExit("cannot merge runs of different configurations")
+    fp32 = [next(r for r in p["rows"] if r["recipe"] == "fp32") for p in parts]
+    if len({r["final_val_loss"] for r in fp32}) != 1:
+        raise SystemExit("the fp32 runs disagree: not the same seed or code")
+    seen, rows = set(), []
+    for p in parts:
+        for r in p["rows"]:
+            if r["recipe"] not in seen:
+                seen.add(r["recipe"])
+                rows.append(r)
+    merged = {**parts[0], "command": [p["command"] for p in parts], "rows": rows,
+              "note": parts[0]["note"] + f"; merged from {len(parts)} processes run side by side "
+                      "(each row's step-time ratio is against the fp32 run of its own process)",
+              "finished": max(p.get("finished", "") for p in parts)}
+    out.write_text(json.dumps(merged, indent=1))
+    return merged
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--merge", nargs="+", type=Path, help="merge these result files into --out and print the table")
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
@@ -62,6 +89,9 @@ def main() -> None:
     ap.add_argument("--recipes", default=",".join(LinearRecipe.names()))
     ap.add_argument("--out", type=Path, default=OUT)
     a = ap.parse_args()
+    if a.merge:
+        print(table(merge(a.merge, a.out)["rows"]))
+        return
     cfg = TrainConfig(steps=a.steps, seed=a.seed, warmup_steps=a.warmup, eval_interval=min(a.eval_interval, a.steps),
                       eval_iters=a.eval_iters)
     names = [n.strip() for n in a.recipes.split(",")]
