@@ -66,9 +66,11 @@ if _root not in _config_path.split(os.pathsep):
     os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in (_config_path, _root) if p)
 
 # --- feedback -----------------------------------------------------------------------------------------
-# The feedback pages show every test's outcome and message but not the hidden tests' code.
+# The feedback pages show every test's outcome and message but not the hidden tests' code (neither
+# the cells nor the lines a traceback would quote).
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "fp8lab.labs.preprocess.ShortHiddenTracebacks",
     "nbgrader.preprocessors.ClearHiddenTests",
 ]

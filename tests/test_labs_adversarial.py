@@ -29,54 +29,42 @@ TIMEOUT = 8  # seconds per cell: the infinite loop costs two of them
 SEED = 31337
 
 
-@pytest.fixture(scope="module")
-def graded_class(tmp_path_factory):
+def test_adversarial_submissions_get_exactly_their_points_in_parallel_and_one_by_one(tmp_path, subtests):
     lab = get_lab(REPRESENTATIVE)
-    root = tmp_path_factory.mktemp("adversarial")
-    course = prepare_scratch(lab, root / "course", timeout=TIMEOUT)
+    course = prepare_scratch(lab, tmp_path / "course", timeout=TIMEOUT)
     subs = submissions.adversarial(lab)
-    folder = root / "class"
+    folder = tmp_path / "class"
     folder.mkdir()
     for s in subs:
         nbformat.write(s.notebook, str(folder / f"{s.name}.ipynb"))
     collect(lab.name, folder, course=course)
     report = autograde(lab.name, jobs=2, seed=SEED, course=course)
     print(f"\n{lab.name}: {len(subs)} adversarial submissions graded with --jobs 2 in {report.seconds:.1f} s")
-    return lab, subs, report, course, root
 
+    with subtests.test("the set covers what the issue asks for"):
+        names = {s.name for s in subs}
+        assert {"infinite_loop", "allocation_bomb", "edited_tests", "deleted_tests", "cheat_imports_elsewhere",
+                "patch_reference", "patch_harness", "detour", "added_cell_table", "magic"} <= names
+        assert any(n.startswith("cheat_") and n[-1].isdigit() for n in names)
 
-def test_every_adversarial_submission_gets_exactly_its_points(graded_class):
-    lab, subs, report, _, _ = graded_class
-    assert report.failed == {}
-    wrong = {s.name: (report.scores.get(s.name), s.expected) for s in subs if report.scores.get(s.name) != s.expected}
-    assert wrong == {}, "\n".join(f"{n}: got {g}, expected {e}" for n, (g, e) in wrong.items())
+    with subtests.test("every adversarial submission gets exactly its points"):
+        assert report.failed == {}
+        wrong = {s.name: (report.scores.get(s.name), s.expected) for s in subs if report.scores.get(s.name) != s.expected}
+        assert wrong == {}, "\n".join(f"{n}: got {g}, expected {e}" for n, (g, e) in wrong.items())
 
+    with subtests.test("edited points do not change the maximum"):
+        from nbgrader.api import Gradebook
 
-def test_the_set_covers_what_the_issue_asks_for(graded_class):
-    _, subs, _, _, _ = graded_class
-    names = {s.name for s in subs}
-    assert {"infinite_loop", "allocation_bomb", "edited_tests", "deleted_tests", "cheat_imports_elsewhere",
-            "patch_reference", "patch_harness", "detour", "added_cell_table"} <= names
-    assert any(n.startswith("cheat_") and n[-1].isdigit() for n in names)
+        with Gradebook(course.db_url, "fp8lab") as gb:
+            assert gb.find_submission(lab.name, "edited_tests").max_score == lab.points
 
-
-def test_edited_points_do_not_change_the_maximum(graded_class):
-    lab, _, _, course, _ = graded_class
-    from nbgrader.api import Gradebook
-
-    with Gradebook(course.db_url, "fp8lab") as gb:
-        sub = gb.find_submission(lab.name, "edited_tests")
-        assert sub.max_score == lab.points
-
-
-def test_parallel_grading_gives_the_same_scores_as_one_by_one(graded_class):
-    lab, subs, report, _, root = graded_class
-    serial = prepare_scratch(lab, root / "serial", timeout=TIMEOUT)
-    pick = [s for s in subs if s.name in ("infinite_loop", "patch_harness", "deleted_tests")]
-    folder = root / "serial_class"
-    folder.mkdir()
-    for s in pick:
-        nbformat.write(s.notebook, str(folder / f"{s.name}.ipynb"))
-    collect(lab.name, folder, course=serial)
-    one = autograde(lab.name, jobs=1, seed=SEED, course=serial)
-    assert one.scores == {s.name: report.scores[s.name] for s in pick}
+    with subtests.test("parallel grading gives the same scores as one by one"):
+        serial = prepare_scratch(lab, tmp_path / "serial", timeout=TIMEOUT)
+        pick = [s for s in subs if s.name in ("infinite_loop", "patch_harness", "deleted_tests")]
+        one_folder = tmp_path / "serial_class"
+        one_folder.mkdir()
+        for s in pick:
+            nbformat.write(s.notebook, str(one_folder / f"{s.name}.ipynb"))
+        collect(lab.name, one_folder, course=serial)
+        one = autograde(lab.name, jobs=1, seed=SEED, course=serial)
+        assert one.scores == {s.name: report.scores[s.name] for s in pick}

@@ -94,3 +94,16 @@ def test_the_instructor_workflow_one_command_per_step(tmp_path):
     assert per_task == {(s.name, t): p for s in subs for t, p in s.expected.items()}
     bad = fp8lab("labs", "collect", LAB, str(tmp_path / "missing"), env=env)
     assert bad.returncode == 2 and "not a folder" in bad.stderr
+
+
+def test_the_readme_lists_every_lab_and_the_commands_it_documents_exist():
+    readme = (repo_root() / "README.md").read_text()
+    section = readme.split("## Graded labs", 1)[1].split("\n## ", 1)[0]
+    for lab in list_labs():
+        assert f"`{lab.name}`" in section, f"the README's lab table misses {lab.name}"
+    from fp8lab.cli import build_parser
+
+    labs = build_parser()._subparsers._group_actions[0].choices["labs"]
+    commands = set(labs._subparsers._group_actions[0].choices)
+    for word in ("generate", "collect", "autograde", "feedback", "export", "grade", "release"):
+        assert f"fp8lab labs {word}" in section and word in commands

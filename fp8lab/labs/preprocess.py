@@ -27,7 +27,8 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from .scan import Cell, Finding, scan
 
-__all__ = ["notebook_cells", "mark_shortcuts", "task_of_test", "ShortcutScan", "TEST_PREFIXES"]
+__all__ = ["notebook_cells", "mark_shortcuts", "task_of_test", "shorten_hidden_tracebacks", "ShortcutScan",
+           "ShortHiddenTracebacks", "TEST_PREFIXES"]
 
 #: grade-id prefixes of a task's test cells: ``test_T`` (visible) and ``hidden_T`` (hidden tests)
 TEST_PREFIXES = ("test_", "hidden_")
@@ -104,3 +105,33 @@ class ShortcutScan(NbGraderPreprocessor):
         for f in findings:
             self.log.warning("shortcut scan: %s (costs %s)", f.describe(), ", ".join(f.tasks) if f.tasks else "every task")
         return nb, resources
+
+
+def shorten_hidden_tracebacks(nb: Any) -> Any:
+    """Replace the traceback of every error in a hidden-test cell by its last line (``Error: message``).
+
+    IPython tracebacks quote the lines around the failing one, which would put hidden test code
+    into the feedback; the message itself says what was expected and what came back.
+
+    >>> import nbformat
+    >>> cell = nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\\nsecret()\\n### END HIDDEN TESTS",
+    ...     metadata={"nbgrader": {"grade": True, "grade_id": "hidden_f", "points": 1}})
+    >>> cell.outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue="f(1): expected 2, got 3",
+    ...                                        traceback=["...", "----> 2 secret()", "AssertionError: f(1): expected 2, got 3"])]
+    >>> shorten_hidden_tracebacks(nbformat.v4.new_notebook(cells=[cell])).cells[0].outputs[0].traceback
+    ['AssertionError: f(1): expected 2, got 3']
+    """
+    for c in nb.cells:
+        if c.get("cell_type") != "code" or "### BEGIN HIDDEN TESTS" not in c.get("source", ""):
+            continue
+        for o in c.get("outputs", []):
+            if o.get("output_type") == "error":
+                o["traceback"] = [f"{o.get('ename', 'Error')}: {o.get('evalue', '')}"]
+    return nb
+
+
+class ShortHiddenTracebacks(NbGraderPreprocessor):
+    """nbgrader feedback preprocessor: hidden-test errors show their message, not the hidden code around it."""
+
+    def preprocess(self, nb, resources):  # noqa: D102 - nbgrader's interface
+        return shorten_hidden_tracebacks(nb), resources

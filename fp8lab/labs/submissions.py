@@ -160,14 +160,16 @@ def adversarial(lab: Lab, *, target: str | None = None) -> list[Submission]:
         out.append(_make(lab, f"cheat_{target}_{k}", dict(solved, **{target: CHEAT}),
                          f"cheat #{k} of {target} from lab.toml", cheat_index=k))
 
-    # the first cheat with its imports moved to a cell the student added above: bound at import time
-    cheat = lab.task(target).cheats[0].strip("\n").splitlines()
-    imports = [ln for ln in cheat if ln.startswith(("import ", "from "))]
-    if imports:
-        nb = _insert_before(build(lab, broken), ids[0], "\n".join(imports))
-        _cell(nb, target).source = "\n".join(ln for ln in cheat if ln not in imports)
-        out.append(Submission("cheat_imports_elsewhere", nb, expected_points(lab, dict(solved, **{target: CHEAT})),
-                              f"{target}'s cheat with its imports in another cell"))
+    # a cheat with its imports moved to a cell the student added above: bound at import time
+    for t in reversed(ids):
+        cheat = lab.task(t).cheats[0].strip("\n").splitlines()
+        imports = [ln for ln in cheat if ln.startswith(("import ", "from "))]
+        if imports:
+            nb = _insert_before(build(lab, dict(solved, **{t: BLANK})), ids[0], "\n".join(imports))
+            _cell(nb, t).source = "\n".join(ln for ln in cheat if ln not in imports)
+            out.append(Submission("cheat_imports_elsewhere", nb, expected_points(lab, dict(solved, **{t: CHEAT})),
+                                  f"{t}'s cheat with its imports in another cell"))
+            break
 
     # code outside the answers that uses or tampers with the reference: every task scores zero
     added = {
