@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: lab test test-fast bench venv clean exercises
+.PHONY: lab test test-fast bench venv clean exercises grade
 
 venv: $(STAMP)
 
@@ -35,6 +35,16 @@ bench: $(STAMP)
 
 exercises: $(STAMP)
 	$(PY) -m fp8lab.labs generate
+
+# make grade LAB=01_decode_exmy SUBMISSIONS=folder/of/<student id>.ipynb [JOBS=2]: generate, collect,
+# autograde, feedback, export (.grading/grades.csv); each step is also an `fp8lab labs` command
+grade: $(STAMP)
+	@test -n "$(LAB)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade LAB=01_decode_exmy SUBMISSIONS=folder [JOBS=2]"; exit 2; }
+	$(PY) -m fp8lab.labs generate $(LAB)
+	$(PY) -m fp8lab.labs collect $(LAB) $(SUBMISSIONS)
+	$(PY) -m fp8lab.labs autograde $(LAB) --jobs $(JOBS)
+	$(PY) -m fp8lab.labs feedback $(LAB)
+	$(PY) -m fp8lab.labs export
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
