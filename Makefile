@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: lab lab-fresh test test-fast bench venv clean exercises book
+.PHONY: lab lab-fresh test test-fast bench venv clean exercises book grade
 
 venv: $(STAMP)
 
@@ -45,6 +45,16 @@ book: $(STAMP)
 
 exercises: $(STAMP)
 	$(PY) -m fp8lab.labs generate
+
+# make grade LAB=01_decode_exmy SUBMISSIONS=folder/of/<student id>.ipynb [JOBS=2]: generate, collect,
+# autograde, feedback, export (.grading/grades.csv); each step is also an `fp8lab labs` command
+grade: $(STAMP)
+	@test -n "$(LAB)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade LAB=01_decode_exmy SUBMISSIONS=folder [JOBS=2]"; exit 2; }
+	$(PY) -m fp8lab.labs generate $(LAB)
+	$(PY) -m fp8lab.labs collect $(LAB) $(SUBMISSIONS)
+	$(PY) -m fp8lab.labs autograde $(LAB) --jobs $(JOBS)
+	$(PY) -m fp8lab.labs feedback $(LAB)
+	$(PY) -m fp8lab.labs export
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,7 +1,8 @@
 """Submissions that try to break the grading, for one representative lab, graded in parallel.
 
 ``fp8lab.labs.submissions.adversarial`` builds them from the lab's own solution and ``lab.toml``: an
-infinite loop (its cells time out, the other tasks are graded), an allocation bomb (a MemoryError
+infinite loop (its cells time out, the other tasks are graded), a loop that swallows the interrupt
+(the cells after it time out too, and grading still ends), an allocation bomb (a MemoryError
 under the grading kernel's cap), edited and deleted test cells (graded with the original tests and
 points), each cheat body of a task, the cheat's imports moved to another cell, and code outside the
 answers that precomputes with the reference, patches it or the grading harness, takes a detour
@@ -43,7 +44,7 @@ def test_adversarial_submissions_get_exactly_their_points_in_parallel_and_one_by
 
     with subtests.test("the set covers what the issue asks for"):
         names = {s.name for s in subs}
-        assert {"infinite_loop", "allocation_bomb", "edited_tests", "deleted_tests", "cheat_imports_elsewhere",
+        assert {"infinite_loop", "ignores_interrupts", "allocation_bomb", "edited_tests", "deleted_tests", "cheat_imports_elsewhere",
                 "patch_reference", "patch_harness", "detour", "added_cell_table", "magic"} <= names
         assert any(n.startswith("cheat_") and n[-1].isdigit() for n in names)
 

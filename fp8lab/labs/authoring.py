@@ -47,24 +47,40 @@ def _meta(grade_id: str | None, *, grade: bool, solution: bool, locked: bool, po
 
 
 def markdown(text: str) -> Any:
-    """A markdown cell (statement, worked example); students may edit it, nothing grades it."""
+    """A markdown cell (statement, worked example); students may edit it, nothing grades it.
+
+    >>> markdown("## Task 1").cell_type
+    'markdown'
+    """
     return _nbformat().v4.new_markdown_cell(text.strip("\n"))
 
 
 def setup(source: str, grade_id: str = "setup") -> Any:
-    """A read-only code cell (imports, helpers the lab provides): nbgrader restores it when graded."""
+    """A read-only code cell (imports, helpers the lab provides): nbgrader restores it when graded.
+
+    >>> setup("import numpy as np").metadata["nbgrader"]["locked"]
+    True
+    """
     return _nbformat().v4.new_code_cell(source.strip("\n"), metadata=_meta(grade_id, grade=False, solution=False, locked=True))
 
 
 def answer(task: str, source: str) -> Any:
-    """The answer cell of ``task``: the solution between ``### BEGIN SOLUTION`` / ``### END SOLUTION``."""
+    """The answer cell of ``task``: the solution between ``### BEGIN SOLUTION`` / ``### END SOLUTION``.
+
+    >>> answer("f", "def f():\\n    ### BEGIN SOLUTION\\n    return 1\\n    ### END SOLUTION").metadata["nbgrader"]["grade_id"]
+    'f'
+    """
     if "### BEGIN SOLUTION" not in source:
         raise ValueError(f"the answer cell of {task!r} needs a '### BEGIN SOLUTION' ... '### END SOLUTION' region")
     return _nbformat().v4.new_code_cell(source.strip("\n"), metadata=_meta(task, grade=False, solution=True, locked=False))
 
 
 def graded(task: str, source: str, *, points: float, hidden: bool = False) -> Any:
-    """A test cell of ``task`` worth ``points``: ``test_<task>`` (visible) or ``hidden_<task>`` (hidden tests)."""
+    """A test cell of ``task`` worth ``points``: ``test_<task>`` (visible) or ``hidden_<task>`` (hidden tests).
+
+    >>> graded("f", "### BEGIN HIDDEN TESTS\\n### END HIDDEN TESTS", points=2, hidden=True).metadata["nbgrader"]["grade_id"]
+    'hidden_f'
+    """
     if hidden and "### BEGIN HIDDEN TESTS" not in source:
         raise ValueError(f"the hidden test cell of {task!r} needs a '### BEGIN HIDDEN TESTS' region")
     gid = f"{'hidden' if hidden else 'test'}_{task}"
@@ -72,7 +88,11 @@ def graded(task: str, source: str, *, points: float, hidden: bool = False) -> An
 
 
 def lab_notebook(cells: Iterable[Any]) -> Any:
-    """A notebook of ``cells`` with the python3 kernelspec (nbgrader records it; the grader swaps in its own)."""
+    """A notebook of ``cells`` with the python3 kernelspec (nbgrader records it; the grader swaps in its own).
+
+    >>> lab_notebook([setup("import math")]).cells[0].id
+    'setup'
+    """
     nbf = _nbformat()
     nb = nbf.v4.new_notebook(cells=list(cells))
     nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
@@ -84,7 +104,12 @@ def lab_notebook(cells: Iterable[Any]) -> Any:
 
 
 def write_notebook(nb: Any, path: str) -> None:
-    """Validate and write ``nb`` without outputs."""
+    """Validate and write ``nb`` without outputs.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     write_notebook(lab_notebook([setup("import math")]), f"{tmp}/lab.ipynb")
+    """
     nbf = _nbformat()
     for c in nb.cells:
         if c.cell_type == "code":
@@ -99,7 +124,11 @@ def _nb(cell: Any) -> dict:
 
 
 def task_cells(nb: Any) -> dict[str, dict[str, Any]]:
-    """Per task (in notebook order): its answer cell and its test cells, by the lab convention."""
+    """Per task (in notebook order): its answer cell and its test cells, by the lab convention.
+
+    >>> list(task_cells(lab_notebook([answer("f", "### BEGIN SOLUTION\\n### END SOLUTION")])))
+    ['f']
+    """
     out: dict[str, dict[str, Any]] = {}
     for c in nb.cells:
         m = _nb(c)
@@ -126,6 +155,9 @@ def check_notebook(nb: Any, tasks: Sequence[str]) -> list[str]:
     """Everything that breaks the lab conventions (``solutions/AUTHORING.md``), as messages; empty when none.
 
     ``tasks`` are the task ids from ``lab.toml``, in order.
+
+    >>> check_notebook(lab_notebook([]), ["a", "b", "c"])[0]
+    "the notebook's tasks [] are not lab.toml's tasks ['a', 'b', 'c'] (same ids, same order)"
     """
     problems: list[str] = []
     cells = task_cells(nb)
@@ -182,12 +214,21 @@ def solution_body(source: str) -> str:
 
 
 def solution_bodies(source_nb: Any) -> dict[str, str]:
-    """Per task, the solved answer cell of the lab's source notebook."""
+    """Per task, the solved answer cell of the lab's source notebook.
+
+    >>> solution_bodies(lab_notebook([answer("f", "def f():\\n    ### BEGIN SOLUTION\\n    return 1\\n    ### END SOLUTION")]))
+    {'f': 'def f():\\n    return 1'}
+    """
     return {t: solution_body(d["answer"].source) for t, d in task_cells(source_nb).items() if d["answer"] is not None}
 
 
 def fill_answers(exercise_nb: Any, answers: dict[str, str]) -> Any:
-    """A copy of the released notebook with the answer cells of ``answers`` (task -> source) filled in."""
+    """A copy of the released notebook with the answer cells of ``answers`` (task -> source) filled in.
+
+    >>> nb = lab_notebook([answer("f", "### BEGIN SOLUTION\\n### END SOLUTION")])
+    >>> fill_answers(nb, {"f": "def f():\\n    return 1"}).cells[0].source
+    'def f():\\n    return 1'
+    """
     import copy
 
     nb = copy.deepcopy(exercise_nb)

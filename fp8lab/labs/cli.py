@@ -157,7 +157,13 @@ def _safe(fn):
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``labs`` command and its subcommands to an argparse subparsers object."""
+    """Add the ``labs`` command and its subcommands to an argparse subparsers object.
+
+    >>> p = argparse.ArgumentParser(prog="fp8lab")
+    >>> register(p.add_subparsers(dest="command"))
+    >>> p.parse_args(["labs", "autograde", "01_decode_exmy", "--jobs", "2"]).jobs
+    2
+    """
     labs = subparsers.add_parser("labs", help="graded labs: list, grade an attempt, and the instructor's nbgrader workflow")
     sub = labs.add_subparsers(dest="labs_command", required=True)
 
@@ -206,7 +212,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m fp8lab.labs <subcommand>``: the same as ``fp8lab labs <subcommand>``."""
+    """``python -m fp8lab.labs <subcommand>``: the same as ``fp8lab labs <subcommand>``.
+
+    >>> main(["grade", "no_such_file.ipynb"])
+    2
+    """
     parser = argparse.ArgumentParser(prog="python -m fp8lab.labs", description="fp8lab's graded labs")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["labs", *(sys.argv[1:] if argv is None else argv)])

@@ -91,7 +91,11 @@ class Course:
 
 
 def main_course() -> Course:
-    """The repository's own course (gradebook in ``.grading/gradebook.db``, or under ``FP8LAB_GRADING_DIR``)."""
+    """The repository's own course (gradebook in ``.grading/gradebook.db``, or under ``FP8LAB_GRADING_DIR``).
+
+    >>> main_course().root == repo_root(), main_course().timeout()
+    (True, 60)
+    """
     moved = os.environ.get("FP8LAB_GRADING_DIR")
     return Course(repo_root(), grading_dir=pathlib.Path(moved).resolve() if moved else None)
 
@@ -101,6 +105,12 @@ def scratch_course(folder: pathlib.Path | str, *, timeout: int | None = None) ->
 
     Its config names its own folders relative to itself, so a copy of the folder is a course too.
     ``timeout`` (seconds per cell) replaces the main config's ``Execute.timeout`` in this course only.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     course = scratch_course(tmp, timeout=5)
+    ...     course.timeout(), course.config().CourseDirectory.root == str(course.root)
+    (5, True)
     """
     folder = pathlib.Path(folder).resolve()
     folder.mkdir(parents=True, exist_ok=True)
@@ -130,7 +140,14 @@ def scratch_course(folder: pathlib.Path | str, *, timeout: int | None = None) ->
 
 
 def copy_course(src: Course, dst: pathlib.Path | str, *, timeout: int | None = None) -> Course:
-    """A copy of a scratch course (config, gradebook) in ``dst``, without submissions; e.g. one per worker."""
+    """A copy of a scratch course (config, gradebook) in ``dst``, without submissions; e.g. one per worker.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     copy = copy_course(scratch_course(f"{tmp}/a"), f"{tmp}/b", timeout=9)
+    ...     copy.config().CourseDirectory.root == str(copy.root), copy.timeout()
+    (True, 9)
+    """
     dst = pathlib.Path(dst).resolve()
     if dst.exists():
         shutil.rmtree(dst)
@@ -141,7 +158,12 @@ def copy_course(src: Course, dst: pathlib.Path | str, *, timeout: int | None = N
 
 
 def nbgrader_env(seed: int | None) -> dict[str, str]:
-    """The environment nbgrader runs in: this interpreter's bin/ on PATH, the seed, quiet warnings."""
+    """The environment nbgrader runs in: this interpreter's bin/ on PATH, the seed, quiet warnings.
+
+    >>> env = nbgrader_env(7)
+    >>> env["FP8LAB_GRADING_SEED"], env["PATH"].split(os.pathsep)[0] == os.path.dirname(sys.executable)
+    ('7', True)
+    """
     env = dict(os.environ)
     bindir = str(pathlib.Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join([bindir, env.get("PATH", "")])
@@ -158,6 +180,9 @@ def run_nbgrader(course: Course, args: Sequence[str], *, seed: int | None = None
     ``check`` raises :class:`NbgraderError` on a non-zero exit; ``wall_limit`` (seconds) kills a run
     that takes longer and raises as well. nbgrader's ``autograde`` exits 0 even when tests fail:
     read the scores from the gradebook.
+
+    >>> run_nbgrader(main_course(), ["--version"]).stdout.splitlines()[-1]
+    'nbgrader version 0.9.6'
     """
     cmd = [sys.executable, "-m", "nbgrader", *args]
     try:

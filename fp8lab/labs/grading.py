@@ -50,7 +50,13 @@ STARTUP_ALLOWANCE = 120  # seconds per student beyond the cells' timeouts: nbgra
 # ------------------------------------------------------------------------------------------------
 # 1. generate
 def generate(labs: Sequence[str] | None = None, course: Course | None = None) -> list[pathlib.Path]:
-    """Run ``nbgrader generate_assignment --force`` for ``labs`` (default: all) and return the exercises written."""
+    """Run ``nbgrader generate_assignment --force`` for ``labs`` (default: all) and return the exercises written.
+
+    >>> generate(["no_such_lab"])
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown lab 'no_such_lab'; the labs are [...]
+    """
     course = course or main_course()
     names = list(labs) if labs else [lab.name for lab in list_labs()]
     out = []
@@ -68,6 +74,11 @@ def collect(lab: str, folder: str | pathlib.Path, course: Course | None = None) 
 
     Returns the student ids. A file name that is not a valid student id raises ValueError before
     anything is copied.
+
+    >>> collect("01_decode_exmy", "/nonexistent")
+    Traceback (most recent call last):
+    ...
+    ValueError: /nonexistent is not a folder of submissions (one <student id>.ipynb per student)
     """
     course = course or main_course()
     get_lab(lab)
@@ -103,7 +114,11 @@ class GradingReport:
     failed: dict[str, str] = field(default_factory=dict)
 
     def totals(self) -> dict[str, float]:
-        """Total points per student."""
+        """Total points per student.
+
+    >>> GradingReport("lab", 1, 1, 0.0, {"ann": {"a": 1.0, "b": 2.0}}).totals()
+    {'ann': 3.0}
+    """
         return {s: float(sum(t.values())) for s, t in self.scores.items()}
 
 
@@ -113,6 +128,11 @@ def prepare_scratch(lab: Lab, folder: pathlib.Path, *, timeout: int | None = Non
     The template (a scratch course where ``generate_assignment`` ran) is kept in ``.grading/cache/``
     under a key of the lab's source, ``nbgrader_config.py`` and the nbgrader version, because creating
     a gradebook takes seconds; ``timeout`` is written into the copy's config.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:  # doctest: +SKIP
+    ...     prepare_scratch(get_lab("01_decode_exmy"), pathlib.Path(tmp), timeout=5).timeout()
+    5
     """
     return copy_course(_template(lab), folder, timeout=timeout)
 
@@ -156,7 +176,11 @@ def _per_student_limit(lab: Lab, course: Course) -> float:
 
 def grade_in_scratch(lab: Lab, course: Course, students: Sequence[str], *, seed: int,
                      wall_limit: float | None = None) -> str:
-    """Run ``nbgrader autograde`` for ``students`` (already in ``course``'s submitted/) and return its log."""
+    """Run ``nbgrader autograde`` for ``students`` (already in ``course``'s submitted/) and return its log.
+
+    >>> grade_in_scratch(get_lab("01_decode_exmy"), main_course(), [], seed=1)
+    ''
+    """
     if not students:
         return ""
     args = ["autograde", lab.name, "--force"]
@@ -237,6 +261,11 @@ def autograde(lab_name: str, *, jobs: int = 1, seed: int | None = None, timeout:
     Scores land in the course gradebook; the returned report has the points per task per student.
     ``seed`` fixes the hidden random cases (default: a fresh one, recorded in the report);
     ``timeout`` overrides the per-cell timeout of ``nbgrader_config.py`` for this run.
+
+    >>> autograde("01_decode_exmy", jobs=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: jobs must be a positive integer, got 0
     """
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
@@ -332,7 +361,16 @@ def task_scores(lab_name: str, course: Course | None = None) -> dict[str, dict[s
 
 
 def cell_messages(notebook: pathlib.Path | str) -> dict[str, list[str]]:
-    """The error messages of each graded test cell of an autograded notebook (empty list: it passed)."""
+    """The error messages of each graded test cell of an autograded notebook (empty list: it passed).
+
+    >>> import nbformat, tempfile
+    >>> cell = nbformat.v4.new_code_cell("f(1)", metadata={"nbgrader": {"grade": True, "grade_id": "test_f", "points": 1}})
+    >>> cell.outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue="f(1): expected 2, got 3", traceback=[])]
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".ipynb", delete=False) as fh:
+    ...     nbformat.write(nbformat.v4.new_notebook(cells=[cell]), fh)
+    >>> cell_messages(fh.name)
+    {'test_f': ['AssertionError: f(1): expected 2, got 3']}
+    """
     import nbformat
 
     nb = nbformat.read(str(notebook), as_version=4)
@@ -354,7 +392,13 @@ def cell_messages(notebook: pathlib.Path | str) -> dict[str, list[str]]:
 # ------------------------------------------------------------------------------------------------
 # 4. feedback, 5. export
 def feedback(lab: str, course: Course | None = None) -> list[pathlib.Path]:
-    """Run ``nbgrader generate_feedback`` for a lab; returns the HTML files written."""
+    """Run ``nbgrader generate_feedback`` for a lab; returns the HTML files written.
+
+    >>> feedback("no_such_lab")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown lab 'no_such_lab'; the labs are [...]
+    """
     course = course or main_course()
     get_lab(lab)
     run_nbgrader(course, ["generate_feedback", lab, "--force"])
@@ -383,7 +427,14 @@ def _num(x: float) -> str:
 
 
 def read_csv(path: str | pathlib.Path) -> list[dict[str, str]]:
-    """The rows of a CSV written by :func:`export` (for scripts and tests)."""
+    """The rows of a CSV written by :func:`export` (for scripts and tests).
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as fh:
+    ...     _ = fh.write("student_id,raw_score\\nann,7\\n")
+    >>> read_csv(fh.name)
+    [{'student_id': 'ann', 'raw_score': '7'}]
+    """
     with open(path, newline="", encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
 

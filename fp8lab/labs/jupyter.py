@@ -34,7 +34,11 @@ __all__ = ["release", "released_current", "outbound"]
 
 
 def outbound(exchange: pathlib.Path, lab: str) -> pathlib.Path:
-    """Where the exchange keeps the released notebook of ``lab``."""
+    """Where the exchange keeps the released notebook of ``lab``.
+
+    >>> outbound(pathlib.Path("/x"), "01_decode_exmy").as_posix()
+    '/x/fp8lab/outbound/01_decode_exmy/01_decode_exmy.ipynb'
+    """
     return exchange / COURSE_ID / "outbound" / lab / f"{lab}.ipynb"
 
 
@@ -52,6 +56,11 @@ def release(labs: Sequence[str] | None = None, course: Course | None = None) -> 
     """``nbgrader release_assignment`` for every lab (default: all) whose exchange copy is missing or stale.
 
     Returns the labs released; the exchange is ``.grading/exchange`` of the course.
+
+    >>> release(["no_such_lab"])
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown lab 'no_such_lab'; the labs are [...]
     """
     course = course or main_course()
     names = list(labs) if labs else [lab.name for lab in list_labs()]

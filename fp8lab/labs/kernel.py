@@ -71,7 +71,13 @@ def apply_limits(memory: int | None, cpu_seconds: int | None, file_size: int | N
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Apply the limits given on the command line, then run ipykernel with the remaining arguments."""
+    """Apply the limits given on the command line, then run ipykernel with the remaining arguments.
+
+    >>> main(["--memory", "lots"])
+    Traceback (most recent call last):
+    ...
+    SystemExit: 2
+    """
     p = argparse.ArgumentParser(prog="python -m fp8lab.labs.kernel", description=__doc__.split("\n")[0])
     p.add_argument("--memory", type=parse_size, default=None, help="address-space cap, such as 3GiB")
     p.add_argument("--cpu-seconds", type=int, default=None, help="CPU-time cap of the kernel process")

@@ -55,7 +55,13 @@ class SelfGrade:
         return float(sum(t.max_points for t in self.tasks))
 
     def text(self, width: int = 100) -> str:
-        """The report printed by ``fp8lab labs grade``."""
+        """The report printed by ``fp8lab labs grade``.
+
+    >>> print(SelfGrade("01_decode_exmy", 3, (TaskResult("split_fields", "Split", 2.0, 2.0, ()),), 1.0).text())
+    01_decode_exmy: 2 / 2 points (hidden tests, seed 3)
+    <BLANKLINE>
+      ok   split_fields                2 / 2    Split
+    """
         lines = [f"{self.lab}: {_n(self.points)} / {_n(self.max_points)} points (hidden tests, seed {self.seed})", ""]
         for t in self.tasks:
             mark = "ok  " if t.points == t.max_points else "FAIL"
@@ -71,7 +77,11 @@ def _n(x: float) -> str:
 
 
 def lab_of(path: pathlib.Path) -> Lab:
-    """The lab a notebook belongs to: its file name or its folder name is the lab's name."""
+    """The lab a notebook belongs to: its file name or its folder name is the lab's name.
+
+    >>> lab_of(pathlib.Path("my_labs/01_decode_exmy/attempt.ipynb")).name
+    '01_decode_exmy'
+    """
     names = {lab.name: lab for lab in list_labs()}
     for candidate in (path.stem, path.parent.name):
         if candidate in names:
@@ -81,7 +91,13 @@ def lab_of(path: pathlib.Path) -> Lab:
 
 def grade_attempt(notebook: str | pathlib.Path, *, lab: str | None = None, seed: int | None = None,
                   timeout: int | None = None) -> SelfGrade:
-    """Grade one attempt at a lab with its hidden tests and return the points and messages per task."""
+    """Grade one attempt at a lab with its hidden tests and return the points and messages per task.
+
+    >>> grade_attempt("no_such_file.ipynb")
+    Traceback (most recent call last):
+    ...
+    ValueError: no_such_file.ipynb is not a notebook file
+    """
     path = pathlib.Path(notebook)
     if not path.is_file():
         raise ValueError(f"{path} is not a notebook file")

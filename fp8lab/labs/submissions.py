@@ -42,7 +42,11 @@ class Submission:
 
     @property
     def total(self) -> float:
-        """Expected total points."""
+        """Expected total points.
+
+    >>> Submission("x", None, {"a": 1.0, "b": 2.0}, "").total
+    3.0
+    """
         return float(sum(self.expected.values()))
 
 
@@ -64,7 +68,13 @@ def expected_points(lab: Lab, state: dict[str, str]) -> dict[str, float]:
 
 
 def build(lab: Lab, state: dict[str, str], cheat_index: int = 0) -> Any:
-    """The exercise with each task's answer cell solved, left blank or replaced by its cheat."""
+    """The exercise with each task's answer cell solved, left blank or replaced by its cheat.
+
+    >>> from fp8lab.labs.catalog import get_lab
+    >>> nb = build(get_lab("01_decode_exmy"), {"split_fields": "solved"})
+    >>> [c.source.splitlines()[-1].strip() for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")][:2]
+    ['return sign, exponent, mantissa', 'raise NotImplementedError()']
+    """
     exercise = _read(lab.exercise)
     bodies = solution_bodies(_read(lab.notebook))
     answers = {}
@@ -84,7 +94,12 @@ def _make(lab: Lab, name: str, state: dict[str, str], why: str, cheat_index: int
 
 
 def standard(lab: Lab) -> list[Submission]:
-    """The submissions graded for every lab: full marks, zero, partial credit, cheats on alternate tasks."""
+    """The submissions graded for every lab: full marks, zero, partial credit, cheats on alternate tasks.
+
+    >>> from fp8lab.labs.catalog import get_lab
+    >>> [s.name for s in standard(get_lab("01_decode_exmy"))]
+    ['solution', 'blank', 'partial_first', 'cheat_even', 'cheat_odd']
+    """
     ids = [t.id for t in lab.tasks]
     half = len(ids) // 2
     out = [
@@ -122,7 +137,11 @@ def _all_zero(lab: Lab) -> dict[str, float]:
 def adversarial(lab: Lab, *, target: str | None = None) -> list[Submission]:
     """Submissions that try to break the grading, each with the score it must still get.
 
-    ``target`` is the task they attack (default: the last task that has its own function body).
+    ``target`` is the task they attack (default: the last task).
+
+    >>> from fp8lab.labs.catalog import get_lab
+    >>> [s.name for s in adversarial(get_lab("01_decode_exmy"))][:4]
+    ['infinite_loop', 'allocation_bomb', 'edited_tests', 'deleted_tests']
     """
     ids = [t.id for t in lab.tasks]
     target = target or ids[-1]
@@ -135,6 +154,12 @@ def adversarial(lab: Lab, *, target: str | None = None) -> list[Submission]:
     nb = build(lab, solved)
     _cell(nb, target).source = _with_body(bodies[target], "while True:\n    pass")
     out.append(Submission("infinite_loop", nb, expected_points(lab, broken), f"{target} never returns: its cells time out"))
+
+    # a loop that swallows the interrupt: the kernel stays busy, so the cells after it time out as well
+    nb = build(lab, solved)
+    _cell(nb, target).source = _with_body(bodies[target], "while True:\n    try:\n        pass\n    except BaseException:\n        pass")
+    out.append(Submission("ignores_interrupts", nb, expected_points(lab, broken),
+                          f"{target} loops and swallows KeyboardInterrupt: its cells and those after it time out"))
 
     # an allocation bomb: a MemoryError in its own cell, under the kernel's address-space cap
     nb = build(lab, solved)
