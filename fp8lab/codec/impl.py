@@ -135,11 +135,8 @@ def bitlevel_encode(flat, req, gen):
     [126]
     """
     fmt, be = req.fmt, (NUMPY if req.backend == "numpy" else TORCH)
-    fn = lambda x: encode_bits(be.bits_of_float32(x), fmt, be, req.rounding, req.saturate, gen)  # noqa: E731
-    if be.np:
-        return _chunked(flat, fn, np.empty(flat.shape[0], dtype=fmt.code_dtype), be)
-    out = _chunked(flat, fn, _torch_codes(flat.shape[0], fmt, flat.device), be)
-    return out.to(_torch_code_dtype(fmt)) if fmt.bits > 8 else out
+    return _encode_chunks(flat, fmt, be, lambda x: encode_bits(be.bits_of_float32(x), fmt, be, req.rounding,
+                                                               req.saturate, gen))
 
 
 def integer_encode(flat, req, gen):
@@ -152,10 +149,14 @@ def integer_encode(flat, req, gen):
     [2, 128]
     """
     fmt, be = req.fmt, (NUMPY if req.backend == "numpy" else TORCH)
-    fn = lambda x: int_encode(x, fmt, be, req.rounding, gen)  # noqa: E731
+    return _encode_chunks(flat, fmt, be, lambda x: int_encode(x, fmt, be, req.rounding, gen))
+
+
+def _encode_chunks(flat, fmt, be, kernel):
+    """Run an encode kernel chunk by chunk into an array (numpy) or tensor of codes of ``fmt``."""
     if be.np:
-        return _chunked(flat, fn, np.empty(flat.shape[0], dtype=fmt.code_dtype), be)
-    out = _chunked(flat, fn, _torch_codes(flat.shape[0], fmt, flat.device), be)
+        return _chunked(flat, kernel, np.empty(flat.shape[0], dtype=fmt.code_dtype), be)
+    out = _chunked(flat, kernel, _torch_codes(flat.shape[0], fmt, flat.device), be)
     return out.to(_torch_code_dtype(fmt)) if fmt.bits > 8 else out
 
 
