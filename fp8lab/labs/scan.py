@@ -41,14 +41,14 @@ __all__ = ["Cell", "Finding", "scan", "policies_from_tests", "TAMPER_MODULES", "
 TAMPER_MODULES = frozenset({
     "sys", "os", "builtins", "importlib", "inspect", "gc", "ctypes", "subprocess", "signal", "threading",
     "multiprocessing", "concurrent", "asyncio", "types", "marshal", "pickle", "dill", "runpy", "code", "codeop",
-    "IPython", "ipykernel", "jupyter_client", "traitlets", "nbgrader", "pathlib", "shutil", "tempfile", "io",
-    "socket", "resource", "weakref", "atexit", "faulthandler", "pdb", "operator",
+    "IPython", "ipykernel", "jupyter_client", "traitlets", "nbgrader", "pathlib", "shutil", "tempfile",
+    "socket", "resource", "pdb", "operator",
 })
 
 #: builtins whose use voids a submission (getattr only with a computed or dunder name)
 TAMPER_CALLS = frozenset({
     "eval", "exec", "compile", "__import__", "globals", "locals", "vars", "setattr", "delattr", "open",
-    "breakpoint", "get_ipython", "__builtins__", "input",
+    "breakpoint", "get_ipython", "__builtins__",
 })
 
 #: dunder attributes an answer may use; any other (``__code__``, ``__globals__``, ``__dict__``, ...) voids it

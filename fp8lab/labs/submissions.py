@@ -140,8 +140,8 @@ def adversarial(lab: Lab, *, target: str | None = None) -> list[Submission]:
     ``target`` is the task they attack (default: the last task).
 
     >>> from fp8lab.labs.catalog import get_lab
-    >>> [s.name for s in adversarial(get_lab("01_decode_exmy"))][:4]
-    ['infinite_loop', 'allocation_bomb', 'edited_tests', 'deleted_tests']
+    >>> [s.name for s in adversarial(get_lab("01_decode_exmy"))][:5]
+    ['infinite_loop', 'ignores_interrupts', 'allocation_bomb', 'edited_tests', 'deleted_tests']
     """
     ids = [t.id for t in lab.tasks]
     target = target or ids[-1]
