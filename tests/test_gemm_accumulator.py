@@ -164,3 +164,55 @@ def test_accumulation_error_rows_and_errors():
         accumulation_error_vs_k(ks=(64,), distribution="cauchy")
     with pytest.raises(ValueError, match="ks must be positive"):
         accumulation_error_vs_k(ks=())
+
+
+# ------------------------------------------------------------------------------------------------
+# the accumulator loop's fast rounding (no NaN fix-up) and its finiteness check
+@pytest.mark.parametrize("bits", [0, 1, 7, 13, 22, 23])
+@pytest.mark.parametrize("rounding", ["toward_zero", "nearest"])
+def test_rounding_without_the_nan_fixup_agrees_on_every_non_nan(bits, rounding):
+    from fp8lab.codec.wide import round_bits_torch
+    rng = np.random.default_rng(bits)
+    pats = np.concatenate([rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32),
+                           np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7F7FFFFF, 0xFF7FFFFF, 1, 0x807FFFFF], np.uint32)])
+    x = torch.from_numpy(pats.view(np.float32).copy())
+    x = x[~torch.isnan(x)]
+    fast = round_bits_torch(x, bits, rounding, keep_nan=False)
+    careful = round_bits_torch(x, bits, rounding)
+    assert torch.equal(fast.view(torch.int32), careful.view(torch.int32))
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
+@pytest.mark.parametrize("acc", [Accumulator(1, 64), Accumulator(1, None, rounding="nearest"), Accumulator(3, 32),
+                                 Accumulator(13, 128), Accumulator(13, None), Accumulator(23, 64, rounding="nearest")],
+                         ids=str)
+def test_the_fast_accumulator_loop_equals_the_nan_keeping_loop(fmt, acc):
+    """Operands with NaN, inf and huge values (partials that overflow, inf - inf): the GEMM's fast loop
+    and its finiteness check give what the NaN-keeping loop gives, bit for bit and NaN for NaN."""
+    from fp8lab.gemm.checks import prepare
+    from fp8lab.gemm.emulated import check_accumulator, limited, _limited_into
+    f = fl.get_format(fmt)
+    rng = np.random.default_rng(11)
+    special = [c for c in range(256) if f.is_nan_code(c) or f.is_inf_code(c)]
+    cases = {"finite": [], "special": special, "huge": [f.max_code, f.max_code | f.sign_mask]}
+    for name, extra in cases.items():
+        a = rng.integers(0, 256, (7, 256)).astype(np.uint8)
+        b = rng.integers(0, 256, (256, 5)).astype(np.uint8)
+        for arr in (a, b):  # only finite codes, then sprinkle the case's codes
+            bad = np.isnan(fl.decode(arr, f)) | np.isinf(fl.decode(arr, f))
+            arr[bad] = 0x38
+            if extra:
+                idx = rng.integers(0, arr.size, 12)
+                arr.reshape(-1)[idx] = rng.choice(extra, 12)
+        big = 2.0**100 if name == "huge" else 1.0
+        qa = QTensor(torch.from_numpy(a), torch.full((7, 1), big), f, block=(1, 256))
+        qb = QTensor(torch.from_numpy(b), torch.full((1, 1), big), f)
+        p = prepare(qa, qb)
+        got = limited(p, acc)
+        want = torch.zeros(7, 5)
+        _limited_into(want, p, acc, check_accumulator(acc, p), None, keep_nan=True)
+        assert torch.equal(torch.isnan(got), torch.isnan(want)), name
+        ok = ~torch.isnan(want)
+        assert torch.equal(got[ok].view(torch.int32), want[ok].view(torch.int32)), name
+        if name != "finite":
+            assert not torch.isfinite(want).all(), f"the {name} case should reach a NaN or inf"

@@ -199,3 +199,26 @@ def test_import_fp8lab_does_not_import_nn():
     code = "import sys, fp8lab; print('fp8lab.nn' in sys.modules, 'torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "fp4", "fp6_e3m2", "int8", "bf16"])
+def test_the_underflow_fraction_counted_on_codes_equals_counting_values(fmt):
+    """Fp8Linear counts grad_output's flushed elements on the codes; the values say the same."""
+    from fp8lab.nn.linear import _nonzero_flushed
+    from fp8lab.scaling import TensorScaling
+    f = fl.get_format(fmt)
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(64, 48, generator=g) * torch.logspace(-12, 0, 48)  # columns from tiny to large
+    x[::7] = 0.0
+    x[3, ::5] = -x[3, ::5].abs()
+    if f.bits >= 16:
+        q = fl.quantize(x * 1e-30, f)
+        v = q
+        x = x * 1e-30
+    else:
+        q = fl.quantize_tensor(x, f, TensorScaling())
+        v = q.values()
+    nz = x != 0
+    want = float(((v == 0) & nz).sum()) / int(nz.sum())
+    assert 0 < want < 1, "the case must flush some elements and keep others"
+    assert _nonzero_flushed(x, q) == pytest.approx(want, abs=0)

@@ -81,6 +81,10 @@ def _check_codes(c, fmt: Format, be) -> None:
         raise TypeError(f"codes must be an integer tensor (such as torch.uint8), got {c.dtype}")
     if not be.np and c.device.type == "meta":
         return  # no values to check
+    width = c.dtype.itemsize * 8 if be.np else c.element_size() * 8
+    unsigned = c.dtype.kind == "u" if be.np else c.dtype in (torch.uint8, torch.uint16, torch.uint32)
+    if unsigned and width <= fmt.bits:
+        return  # every code this dtype can hold is in range
     if c.numel() if not be.np else c.size:
         limit = 2**fmt.bits
         if not be.np and c.dtype in (torch.uint16, torch.uint32):

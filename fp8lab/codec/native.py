@@ -99,6 +99,8 @@ def encode(x, fmt: FloatFormat, saturate: bool):
     [129, 255, 255]
     """
     cast = cast_for(fmt)
+    if saturate and not cast.signless:
+        return _encode_saturating(x, fmt, cast)
     neg = torch.signbit(x)
     isnan = torch.isnan(x)
     wide = fmt.bits > 8
@@ -120,6 +122,22 @@ def encode(x, fmt: FloatFormat, saturate: bool):
         special = (fmt.is_inf_code(codes) | fmt.is_nan_code(codes)) & valid
         codes = torch.where(special, fmt.max_code | sign, codes)
     return codes.to(torch.uint16 if wide else torch.uint8)
+
+
+def _encode_saturating(x, fmt: FloatFormat, cast: NativeCast):
+    """Saturating codes: clamp to +-max first (NaN passes a clamp, inf and overflow become +-max), then cast.
+
+    Round-to-nearest of a clamped value equals saturating the rounded value: every magnitude above
+    max rounds to max or beyond, and saturation maps both to max. Only a NaN may need its code fixed.
+    """
+    raw = x.clamp(-fmt.max, fmt.max).to(getattr(torch, cast.dtype))
+    codes = raw.view(torch.uint16 if fmt.bits > 8 else torch.uint8)
+    if not cast.canonical_nan:
+        isnan = torch.isnan(x)
+        if bool(isnan.any()):
+            fix = torch.where(torch.signbit(x), fmt.nan_input_code(True), fmt.nan_input_code(False)).to(codes.dtype)
+            codes = torch.where(isnan, fix, codes)
+    return codes
 
 
 def quantize(x, fmt: FloatFormat, saturate: bool):

@@ -69,12 +69,15 @@ def round_bits(u: np.ndarray, fmt: FloatFormat, rounding: str, saturate: bool, o
     return out
 
 
-def round_bits_torch(x, mantissa_bits: int, rounding: str, saturate: bool = False, *, inplace: bool = False):
+def round_bits_torch(x, mantissa_bits: int, rounding: str, saturate: bool = False, *, inplace: bool = False,
+                     keep_nan: bool = True):
     """Round a float32 tensor to ``mantissa_bits`` (float32's exponent) by integer ops on its bits, any device.
 
     The torch twin of :func:`round_bits`: NaN stays a quiet NaN with its sign (a payload that lived
     only in the dropped bits must not turn into inf), and ``saturate`` clamps overflow to +-max.
-    ``inplace=True`` rounds ``x`` itself and returns it.
+    ``inplace=True`` rounds ``x`` itself and returns it. ``keep_nan=False`` skips the NaN fix-up
+    (two passes over ``x``): for callers that check afterwards that no NaN or inf arose (the GEMM's
+    accumulator loop); every other value rounds the same.
 
     >>> import torch
     >>> round_bits_torch(torch.tensor([1.00390625, float("nan")]), 7, "nearest").tolist()
@@ -86,6 +89,10 @@ def round_bits_torch(x, mantissa_bits: int, rounding: str, saturate: bool = Fals
         x = x.clone()
     drop = 23 - mantissa_bits
     bits = x.view(torch.int32)
+    if not keep_nan and not saturate:
+        if rounding == "nearest" and drop:
+            bits.add_((bits >> drop) & 1).add_((1 << (drop - 1)) - 1)
+        return x if not drop else (bits.bitwise_and_(-(1 << drop)), x)[1]
     nan = torch.isnan(x)
     sign = bits & -0x80000000
     if rounding == "nearest" and drop:  # add half an ulp minus one, plus the kept last bit: ties go to even

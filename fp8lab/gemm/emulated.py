@@ -26,8 +26,10 @@ Two paths, chosen by the :class:`~fp8lab.gemm.accumulator.Accumulator`:
 from __future__ import annotations
 
 import contextlib
+import math
 
 from ..codec.backend import torch
+from ..codec.wide import round_bits_torch
 from .accumulator import Accumulator, round_mantissa
 from .checks import Problem
 from .decode import decode_values
@@ -131,7 +133,12 @@ def limited(p: Problem, acc: Accumulator, tile_rows: int | None = None):
         return out
     small = torch.device(p.device).type == "cpu" and p.m * p.n < _SMALL_ELEMENTS
     with _single_thread(small):  # many tiny ops: waking torch's worker threads costs more than the work
-        _limited_into(out, p, acc, pe, tile_rows)
+        _limited_into(out, p, acc, pe, tile_rows, keep_nan=False)
+        if not math.isfinite(float(out.sum())):  # finite sum <=> every element finite (or a sum overflow: redo too)
+            # a NaN or inf arose somewhere (it would persist to the output): the fast loop may have turned a
+            # NaN into inf, so redo the GEMM with the NaN-keeping rounding
+            out.zero_()
+            _limited_into(out, p, acc, pe, tile_rows, keep_nan=True)
     return out
 
 
@@ -152,8 +159,13 @@ def _single_thread(enabled: bool):
         torch.set_num_threads(before)
 
 
-def _limited_into(out, p: Problem, acc: Accumulator, pe: int, tile_rows: int | None) -> None:
-    """The chunk loop of :func:`limited`, accumulating into ``out``."""
+def _limited_into(out, p: Problem, acc: Accumulator, pe: int, tile_rows: int | None, *, keep_nan: bool = True) -> None:
+    """The chunk loop of :func:`limited`, accumulating into ``out``.
+
+    ``keep_nan=False`` rounds the partial sums without the NaN fix-up: exact for every finite
+    partial, and a partial that is ever NaN or inf leaves the output non-finite (inf and NaN persist
+    through sums, roundings and scalings), which :func:`limited` checks and then redoes carefully.
+    """
     va = decode_values(p.a_codes, p.a_format, slot="a")
     vb = decode_values(p.b_codes, p.b_format, slot="b")
     mk, g = acc.mma_k, p.k_block
@@ -170,7 +182,7 @@ def _limited_into(out, p: Problem, acc: Accumulator, pe: int, tile_rows: int | N
                 c1 = min(c0 + mk, p1)
                 if acc.model == "round":
                     part.addmm_(a[:, c0:c1], vb[c0:c1])
-                    round_mantissa(part, acc.mantissa_bits, acc.rounding, inplace=True)
+                    round_bits_torch(part, acc.mantissa_bits, acc.rounding, inplace=True, keep_nan=keep_nan)
                 else:
                     _align_step(part, a[:, c0:c1], vb[c0:c1], acc)
             kb = p0 // g

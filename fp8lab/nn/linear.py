@@ -33,10 +33,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from ..codec import encode, quantize
+from ..codec.impl import code_values
 from ..gemm import Accumulator, scaled_matmul
 from ..qtensor import QTensor
 from ..scaling import quantize_tensor
@@ -97,11 +99,32 @@ def _gemm(a: Any, b: Any, acc: Accumulator) -> torch.Tensor:
     return a @ b
 
 
-def _nonzero_flushed(x: torch.Tensor, v: torch.Tensor) -> float:
-    """Fraction of the nonzero elements of ``x`` whose quantized values ``v`` are zero."""
-    nz = x != 0
-    n = int(nz.sum())
-    return float(((v == 0) & nz).sum()) / n if n else 0.0
+def _nonzero_flushed(x: torch.Tensor, q: Any) -> float:
+    """Fraction of the nonzero elements of ``x`` that quantized to zero (``q``: a QTensor or the rounded values).
+
+    A zero input always quantizes to zero, so the count is (zeros after) - (zeros before). For a
+    float QTensor the zeros are counted on its codes (the codes whose value is zero), which spares
+    decoding the tensor once more.
+    """
+    n = x.numel()
+    nonzero = int(torch.count_nonzero(x))
+    if not nonzero:
+        return 0.0
+    if isinstance(q, QTensor):
+        if q.zero_point is None and q.format.bits <= 16:
+            zero_codes = set(np.flatnonzero(code_values(q.format) == 0).tolist())
+            sign = 1 << (q.format.bits - 1)
+            if zero_codes == {0, sign}:  # +0 and -0: the codes without their sign bit are zero
+                zeros_after = n - int(torch.count_nonzero(q.codes & (sign - 1)))
+            elif zero_codes == {0}:
+                zeros_after = n - int(torch.count_nonzero(q.codes))
+            else:
+                zeros_after = sum(int((q.codes == c).sum()) for c in zero_codes)
+        else:
+            zeros_after = n - int(torch.count_nonzero(q.values()))
+    else:
+        zeros_after = n - int(torch.count_nonzero(q))
+    return (zeros_after - (n - nonzero)) / nonzero
 
 
 class _Fp8LinearFunction(torch.autograd.Function):
@@ -130,10 +153,11 @@ class _Fp8LinearFunction(torch.autograd.Function):
             dx = _gemm(qdy, qw0, r.dgrad)
         if ctx.needs_input_grad[1]:
             same_g = r.grad_output is None or _same_turned(r.grad_output, tuple(dy.shape))
-            qdy0 = qdy if same_g else layer._quantize("grad_output", dy, axis=0, record=False)
+            # dy^T along M: quantizing dy^T itself gives wgrad's operand directly (no transpose there and back)
+            qdyT = _t(qdy) if same_g else layer._quantize("grad_output", dy, axis=0, record=False, turned=True)
             same_x = r.input is None or _same_turned(r.input, tuple(x2.shape))
             qx0 = ctx.qx if same_x else layer._quantize("input", x2, axis=0, record=False)
-            dw = _gemm(_t(qdy0), qx0, r.wgrad)
+            dw = _gemm(qdyT, qx0, r.wgrad)
         ctx.qx = ctx.qw = None
         return dx, dw, None
 
@@ -191,19 +215,22 @@ class Fp8Linear(torch.nn.Linear):
         return super().extra_repr() + f", recipe={self.recipe.name!r}"
 
     # ----- quantizing one role ------------------------------------------------------------------
-    def _quantize(self, role: str, x: torch.Tensor, *, axis: int, record: bool = True) -> Any:
-        """``x`` cast for ``role`` with its blocks along ``axis`` (a QTensor, a rounded tensor, or ``x``)."""
+    def _quantize(self, role: str, x: torch.Tensor, *, axis: int, record: bool = True, turned: bool = False) -> Any:
+        """``x`` cast for ``role`` with its blocks along ``axis`` (a QTensor, a rounded tensor, or ``x``).
+
+        ``turned=True`` (with ``axis=0``) returns the QTensor of ``x.T`` instead of its transpose.
+        """
         tq: TensorQuant | None = getattr(self.recipe, role)
         if tq is None:
             if record:
                 self.stats[role] = {"amax": float(x.abs().max()) if x.numel() else 0.0, "scale": 1.0, "saturated_blocks": 0}
-            return x
+            return x.t() if turned else x
         if tq.is_16bit:
             v = quantize(x, tq.format, saturate=tq.saturate)
             if record:
                 amax = float(x.abs().max()) if x.numel() else 0.0
                 self._record(role, x, v, amax=amax, scale=1.0, saturated=int(amax > tq.format.max))
-            return v
+            return v.t() if turned else v
         src = x if axis == 1 else x.t()
         if tq.scaling is None:  # a plain cast: scale 1
             q = QTensor(encode(src.detach().contiguous(), tq.format, saturate=tq.saturate),
@@ -216,10 +243,10 @@ class Fp8Linear(torch.nn.Linear):
                 state = copy.deepcopy(state)  # evaluation reads the history without advancing it
             q = quantize_tensor(src, tq.format, tq.scaling, state=state)
             amax, saturated = q.info.amax, q.info.saturated_blocks
-        if axis == 0:
+        if axis == 0 and not turned:
             q = q.transpose()
         if record:
-            self._record(role, x, q.values() if role == "grad_output" else None, amax=amax,
+            self._record(role, x, q if role == "grad_output" else None, amax=amax,
                          scale=float(q.scales.max()) if q.scales.numel() else 1.0, saturated=saturated)
         return q
 
