@@ -45,6 +45,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--recipe", default="fp32", help="a recipe name (see --list); default fp32")
     p.add_argument("--compare", metavar="A,B,C", help="train several recipes from one seed and plot their loss curves")
     p.add_argument("--list", action="store_true", help="describe the recipes and exit")
+    p.add_argument("--memory", action="store_true",
+                   help="print each recipe's training memory (weights, FP8 copies, gradients, optimizer, saved inputs) and exit")
+    p.add_argument("--model", default="tiny-gpt",
+                   help="with --memory: tiny-gpt (default) or a published dense model (fp8lab size --list), e.g. llama-2-7b")
+    p.add_argument("--tokens", type=_positive, help="with --memory: tokens per step (default: 12 x 64 for tiny-gpt, 4096 otherwise)")
     p.add_argument("--steps", type=_positive, default=2000, help="training steps (default 2000, nanoGPT's CPU example)")
     p.add_argument("--seed", type=_nonneg, default=0)
     p.add_argument("--eval-interval", type=_positive, default=250, help="steps between validation losses")
@@ -110,6 +115,22 @@ def _list() -> int:
     return 0
 
 
+def _memory(args: argparse.Namespace) -> int:
+    from ..tables import format_table
+    from .memory import memory_table, model_linears
+
+    m = model_linears(args.model, tokens=args.tokens)
+    names = [n.strip() for n in args.compare.split(",")] if args.compare else None
+    headers, rows = memory_table(m, names)
+    print(f"{m.name}: {m.params:,} parameters, {m.tokens} tokens per step (bytes; GB = 10^9)")
+    unit = 1e9 if m.params > 1e8 else 1e6
+    label = "GB" if unit == 1e9 else "MB"
+    print(format_table([headers[0], *[f"{h} ({label})" for h in headers[1:]]],
+                       [[r[0], *[f"{v / unit:.3f}" for v in r[1:]]] for r in rows]))
+    print("saved linear inputs: what wgrad reads, in the input role's format; other activations are not counted")
+    return 0
+
+
 def _plot(runs: list[dict], path: Path) -> None:
     import matplotlib
 
@@ -139,6 +160,8 @@ def run(args: argparse.Namespace) -> int:
     """Carry out parsed ``train`` arguments (raises ValueError for a bad recipe name)."""
     if args.list:
         return _list()
+    if args.memory:
+        return _memory(args)
     from ..nn.recipe import LinearRecipe
     from .config import TrainConfig
 
