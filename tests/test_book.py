@@ -178,6 +178,15 @@ def test_pages_show_no_widget_reprs_and_load_nothing_from_a_cdn(built):
     for name, text in pages(out).items():
         assert "interactive(children=" not in text and "VBox(children=" not in text, name
         assert "@jupyter-widgets/html-manager" not in text, f"{name} would fetch a widget manager"
+        for src in re.findall(r"<script[^>]*\bsrc=[\"']([^\"']+)", text):
+            assert "://" not in src and not src.startswith("//"), f"{name} loads {src} from the network"
+            local = out / src.split("?")[0]
+            assert local.is_file(), f"{name} loads {src}, which the book does not contain"
+            for cfg in (src.split("config=")[1].split("&")[0].split(",") if "config=" in src else []):
+                assert (local.parent / "config" / f"{cfg}.js").is_file(), f"{name}: MathJax config {cfg} missing"
+        assert 'class="jp-Mermaid' not in text, f"{name} has a diagram, whose renderer comes from a CDN"
+        if "$" in text or "\\(" in text:
+            assert "mathjax/MathJax.js" in text, f"{name} has maths but no local MathJax"
 
 
 @pytest.mark.slow

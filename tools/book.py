@@ -9,7 +9,9 @@
 2. Convert each to HTML with nbconvert's ``lab`` template: figures are inlined as ``data:`` URIs,
    the CSS is inlined, nothing is fetched at build time. Links to ``*.ipynb`` become ``*.html``;
    widget outputs (they need a live kernel) become a note pointing at ``make lab``; every page gets a
-   bar with the contents, the previous and the next chapter.
+   bar with the contents, the previous and the next chapter. Maths is typeset by a local copy of
+   MathJax 2.7 (from the pinned PyPI package ``jupyter-server-mathjax``) in ``mathjax/``, so the
+   book reads offline; no page loads anything from a CDN.
 3. Write ``index.html``: the table of contents (number, title, opening question of each chapter)
    and the glossary taken from the welcome chapter's "Glossary" section, also as ``glossary.html``.
 
@@ -130,12 +132,29 @@ def nav_bar(i: int, chs: list[Chapter]) -> str:
     return f'<nav class="fp8lab-nav">{"".join(parts)}</nav>'
 
 
+#: Where the pages find MathJax: the copy :func:`copy_mathjax` puts beside them.
+MATHJAX_URL = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"  # configs the package ships
+
+
+def copy_mathjax(dest: Path) -> None:
+    """Copy MathJax's files (the ``jupyter-server-mathjax`` package's static folder) to ``dest``."""
+    try:
+        import jupyter_server_mathjax
+    except ImportError:
+        raise SystemExit("the book typesets maths with a local MathJax: pip install jupyter-server-mathjax "
+                         "(requirements.txt pins it)") from None
+    src = Path(jupyter_server_mathjax.__file__).parent / "static"
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("*.map", "__pycache__"))
+
+
 def to_html(nb: nbformat.NotebookNode, title: str) -> str:
     from nbconvert import HTMLExporter
 
-    exporter = HTMLExporter(template_name="lab")
+    exporter = HTMLExporter(template_name="lab", mathjax_url=MATHJAX_URL)
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
-    return body
+    # the template loads require.js from a CDN for JavaScript outputs; the book has none (widget outputs
+    # become a note), so the tag goes and the page reads offline
+    return re.sub(r'<script[^>]*src="https?://[^"]*require[^"]*"[^>]*>\s*</script>\s*', "", body)
 
 
 def glossary_section(welcome: nbformat.NotebookNode | None) -> str:
@@ -218,6 +237,7 @@ def build(out: Path, jobs: int = 2, executed: Path | None = None, folder: Path =
             nbformat.write(nb, keep_executed / name)
     tmp = Path(tempfile.mkdtemp(prefix="book-", dir=out.parent if out.parent.exists() else None))
     try:
+        copy_mathjax(tmp / "mathjax")
         for i, c in enumerate(chs):
             page = rewrite_links(to_html(clean_outputs(done[c.path.name]), c.title))
             page = page.replace("</head>", STYLE + "</head>", 1)
