@@ -298,3 +298,26 @@ def test_the_kernel_launcher_caps_memory_so_an_allocation_bomb_gets_a_memory_err
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=os.environ.get("TMPDIR", "/tmp"))
     assert "MemoryError" in out.stdout, out.stderr
     assert "file" in out.stdout, out.stderr
+
+
+_ML_DTYPE_NAMES = sorted(k for k, v in np.sctypeDict.items() if getattr(v, "__module__", "") == "ml_dtypes")
+
+
+@pytest.mark.parametrize("name", _ML_DTYPE_NAMES)
+def test_a_dtype_name_built_at_run_time_is_not_understood_inside_the_block(name):
+    """Every name ml_dtypes registers with numpy, spelled so no static scan sees it, fails inside the block."""
+    head, tail = name[: len(name) // 2], name[len(name) // 2:]
+
+    def sneaky(x):
+        return np.asarray(x, np.float32).astype(head + tail).astype(np.float32)
+
+    assert np.dtype(name)  # understood before the block
+    with pytest.raises(TypeError, match="not understood"):
+        with no_shortcut(sneaky, forbid=["ml_dtypes"]) as f:
+            f([1.5])
+    assert np.dtype(name) and name in np.sctypeDict  # and restored after it, also after an error
+
+
+def test_dtype_names_stay_when_ml_dtypes_is_allowed():
+    with no_shortcut(lambda x: np.asarray(x).astype("bfloat16"), forbid=["fp8lab"]) as f:
+        assert f([1.0]).dtype.name == "bfloat16"

@@ -13,7 +13,9 @@ inside the function, nor reaching it by a detour gets past it:
 2. **During the calls**, a profile hook fails the block when any Python function of a forbidden
    module runs (however the student's code found it), and a torch function mode refuses torch
    calls that take a forbidden dtype. ``ml_dtypes`` casts are C code that no hook sees: rule 1 and
-   the grader's source scan (``fp8lab.labs.scan``) catch those.
+   the grader's source scan (``fp8lab.labs.scan``) catch references to its dtypes, and during the
+   calls the names ml_dtypes registers with numpy (``np.dtype("float8_" + "e4m3fn")``) are taken
+   out of ``np.sctypeDict``, so a dtype name built at run time is "not understood".
 
 Warnings and stderr are swallowed inside the block: nbgrader gives zero points to a test cell that
 writes to stderr, and a correct answer may trigger a harmless numpy warning.
@@ -423,6 +425,28 @@ def _torch_mode(policy: Policy) -> Iterator[list[str]]:
         yield hits
 
 
+@contextlib.contextmanager
+def _hidden_dtype_names(policy: "Policy") -> Iterator[None]:
+    """Take the dtype names that forbidden modules registered with numpy out of ``np.sctypeDict`` (put back after).
+
+    >>> import ml_dtypes
+    >>> with _hidden_dtype_names(Policy.of(["ml_dtypes"])):
+    ...     "bfloat16" in np.sctypeDict
+    False
+    >>> "bfloat16" in np.sctypeDict
+    True
+    """
+    table = np.sctypeDict
+    hidden = {k: v for k, v in list(table.items())
+              if policy.module_forbidden(str(getattr(v, "__module__", "") or ""))}
+    for k in hidden:
+        del table[k]
+    try:
+        yield
+    finally:
+        table.update(hidden)
+
+
 class no_shortcut(contextlib.AbstractContextManager):  # noqa: N801 - used like a function
     """Guard calls of a student's ``fn``: refuse it up front if it refers to a forbidden reference, fail
     the block if one runs during the calls (see the module docstring).
@@ -457,6 +481,7 @@ class no_shortcut(contextlib.AbstractContextManager):  # noqa: N801 - used like 
         stack.enter_context(np.errstate(all="ignore"))
         stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
         self._torch_hits = stack.enter_context(_torch_mode(self.policy))
+        stack.enter_context(_hidden_dtype_names(self.policy))
         self._previous = (sys.getprofile(), threading.getprofile() if hasattr(threading, "getprofile") else None)
         sys.setprofile(self._watch)
         threading.setprofile(self._watch)
