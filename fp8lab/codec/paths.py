@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -242,7 +243,12 @@ def select(req: Request) -> CodecPath:
     >>> select(Request("decode", get_format("e4m3"), "numpy", code_dtype="uint8")).name
     'table'
     """
-    forced, disabled = _forced.get(), _disabled.get()
+    return _select(req, _forced.get(), _disabled.get())
+
+
+@functools.lru_cache(maxsize=4096)
+def _select(req: Request, forced: "frozenset | None", disabled: frozenset) -> CodecPath:
+    """:func:`select` for one state of the forced and disabled paths (cached: the answer depends on nothing else)."""
     reasons = []
     for p in PATHS:
         if p.name in disabled or (forced is not None and p.name not in forced and p.name != "compose"):
