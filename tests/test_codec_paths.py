@@ -19,6 +19,7 @@ import fp8lab as fl
 from fp8lab.codec import disable_paths, force_path, path_table, which_path
 from fp8lab.codec.paths import PATHS, Request, path_names, select
 from fp8lab.codec.reference import decode_one, encode_one
+from fp8lab.codec.wide import half_ok
 from fp8lab.registry import list_formats
 
 from .conftest import ML_DTYPES
@@ -212,3 +213,34 @@ def test_probe_counts_are_recorded():
     """Not a check: the number of formats the sweep runs (quoted in the closing note)."""
     PROBES["formats"] = len(SWEEP)
     assert len(CUSTOM) > 100 and len(SWEEP) == len(REGISTERED) + len(CUSTOM)
+
+
+@pytest.mark.parametrize("dtype", ["uint16"])
+def test_the_half_path_decodes_every_fp16_code_in_16_bit_dtypes(dtype):
+    fmt = fl.get_format("fp16")
+    codes = np.arange(2**16, dtype=np.uint16)
+    with force_path("bitlevel"):
+        want = np.asarray(fl.decode(codes, fmt))
+    t = torch.from_numpy(codes.view(np.int16).copy())
+    if dtype == "uint16":
+        t = t.view(torch.uint16)
+    assert which_path("decode", t, fmt) == "half"
+    assert _same_values(fl.decode(t, fmt).numpy(), want)
+    from fp8lab.gemm.decode import decode_values   # into the GEMM's int32 workspace, too
+    assert _same_values(decode_values(t, fmt, slot="half-test").numpy(), want)
+
+
+@pytest.mark.parametrize("fmt", [f for f in SWEEP if half_ok(f)] + [fl.FloatFormat("e5m1_7bit", 5, 1),
+                                                                     fl.FloatFormat("e5m6_12bit", 5, 6)],
+                         ids=lambda f: f.name)
+def test_the_half_path_agrees_with_the_bit_level_decode(fmt):
+    codes = np.arange(2**fmt.bits, dtype=np.uint16)
+    with force_path("bitlevel"):
+        want = np.asarray(fl.decode(codes, fmt))
+    dtypes = [torch.uint16] + ([torch.int16] if fmt.bits < 16 else []) + ([torch.uint8] if fmt.bits <= 8 else [])
+    for dt in dtypes:
+        t = torch.from_numpy(codes.astype(np.int32)).to(dt) if dt != torch.uint16 else \
+            torch.from_numpy(codes.view(np.int16).copy()).view(torch.uint16)
+        with force_path("half"):
+            got = fl.decode(t, fmt)
+        assert _same_values(got.numpy(), want), (fmt.name, dt)

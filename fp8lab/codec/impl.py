@@ -25,7 +25,7 @@ from .backend import NUMPY, TORCH, torch
 from .core import decode_codes, encode_bits, int_decode, int_encode
 from .lut import encode_table, lut_index, split_bit, value_table
 from .shift import shift_decode
-from .wide import decode_wide, round_bits, round_bits_torch
+from .wide import decode_half_torch, decode_wide, round_bits, round_bits_torch
 
 CHUNK = 1 << 16  # elements per chunk: ~10 int32 temporaries of 256 KiB stay in L2
 
@@ -254,6 +254,18 @@ def inplace_decode(codes, req, out=None):
     if req.backend == "torch":
         return (codes.to(torch.int64) << (32 - req.fmt.bits)).to(torch.int32).view(torch.float32)
     return decode_wide(codes, req.fmt)
+
+
+def half_path_decode(codes, req, out=None):
+    """Decode codes of an FP16-layout format (E5M2, FP16) through float16, optionally into an int32 buffer.
+
+    >>> import torch
+    >>> from fp8lab.registry import get_format
+    >>> from fp8lab.codec.paths import Request
+    >>> half_path_decode(torch.tensor([0x3C], dtype=torch.uint8), Request("decode", get_format("e5m2"), "torch", code_dtype="uint8")).tolist()
+    [1.0]
+    """
+    return decode_half_torch(codes, req.fmt, out=out)
 
 
 def shift_path_decode(codes, req, out=None):

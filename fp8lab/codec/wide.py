@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..formats import FloatFormat
+from ..formats import FloatFormat, Format
 
 __all__ = ["wide_ok", "round_bits", "round_bits_torch", "decode_wide"]
 
@@ -114,3 +114,47 @@ def decode_wide(codes: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     [1.0, -inf]
     """
     return (codes.astype(np.uint32) << (32 - fmt.bits)).view(np.float32)
+
+
+def half_ok(fmt: Format) -> bool:
+    """Whether ``fmt``'s codes are the top bits of an IEEE half (FP16's exponent layout, at most 16 bits).
+
+    Such codes decode by shifting them into a float16 bit pattern and converting to float32, which
+    torch does in vectorized code: E5M2 and FP16 itself.
+
+    >>> from fp8lab.registry import get_format
+    >>> half_ok(get_format("e5m2")), half_ok(get_format("fp16")), half_ok(get_format("e4m3"))
+    (True, True, False)
+    """
+    return (
+        isinstance(fmt, FloatFormat)
+        and (fmt.exponent_bits, fmt.bias, fmt.special, fmt.subnormals, fmt.signed) == (5, 15, "ieee", True, True)
+        and fmt.bits <= 16
+    )
+
+
+def decode_half_torch(codes, fmt: FloatFormat, out=None):
+    """Float32 values of uint8/int16/uint16 ``codes`` of a :func:`half_ok` format, through float16 (torch).
+
+    ``out`` is an optional int32 buffer with ``codes.numel()`` elements to decode into (its float32
+    view is returned).
+
+    >>> import torch
+    >>> from fp8lab.registry import get_format
+    >>> decode_half_torch(torch.tensor([0x3C, 0x7C, 0x01], dtype=torch.uint8), get_format("e5m2")).tolist()
+    [1.0, inf, 1.52587890625e-05]
+    """
+    from .backend import torch
+
+    if codes.dtype == torch.uint8:
+        h = codes.to(torch.int16) << (16 - fmt.bits)
+    elif fmt.bits == 16:
+        h = codes.view(torch.int16)
+    else:
+        h = codes.view(torch.int16) << (16 - fmt.bits)
+    half = h.view(torch.float16)
+    if out is None:
+        return half.to(torch.float32)
+    res = out.view(torch.float32)
+    res.copy_(half.reshape(res.shape))
+    return res
