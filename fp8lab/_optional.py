@@ -53,7 +53,9 @@ class LazyModule(ModuleType):
     """A module stand-in that imports the real module on first attribute access and then delegates to it.
 
     Attributes are looked up on the real module every time (not copied), so a test that monkeypatches
-    the real module is seen through the stand-in too.
+    the real module is seen through the stand-in too. On that first access, fp8lab's modules that hold
+    the stand-in as a global get the real module in its place, so hot code pays no indirection after
+    the first use (and still sees a monkeypatched attribute: it reads the real module).
 
     >>> m = LazyModule("json"); m.dumps([1])
     '[1]'
@@ -70,7 +72,17 @@ class LazyModule(ModuleType):
         mod = self._module
         if mod is None:
             mod = self._module = require(self.__name__, self._feature)
+            self._rebind(mod)
         return getattr(mod, attr)
+
+    def _rebind(self, mod: ModuleType) -> None:
+        """Replace this stand-in by ``mod`` wherever an fp8lab module holds it as a global."""
+        for name, m in list(sys.modules.items()):
+            if m is None or not (name == "fp8lab" or name.startswith("fp8lab.")):
+                continue
+            for key, value in list(vars(m).items()):
+                if value is self:
+                    setattr(m, key, mod)
 
     def __repr__(self) -> str:
         return f"<lazy module {self.__name__!r}>"

@@ -418,3 +418,16 @@ def test_the_numbers_behind_the_figures_need_no_matplotlib():
             "print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stdout + out.stderr
+
+
+def test_after_first_use_fp8lab_modules_hold_the_real_torch_and_see_monkeypatches():
+    code = ("import sys, types, fp8lab, fp8lab.gemm, fp8lab.scaling, fp8lab.codec.backend as b, fp8lab._optional as o; "
+            "before = type(b.torch).__name__; import numpy as np; "
+            "fp8lab.quantize(__import__('torch').tensor([0.3]), 'e4m3'); "
+            "left = sorted(f'{n}.{k}' for n, m in list(sys.modules.items()) if n.startswith('fp8lab') and m "
+            "for k, v in vars(m).items() if isinstance(v, o.LazyModule) and v.__name__ == 'torch'); "
+            "import torch; torch.float8_e4m3fn_marker = 1; "
+            "print(before, type(b.torch).__name__, b.torch is torch, b.torch.float8_e4m3fn_marker, left)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["LazyModule", "module", "True", "1", "[]"], out.stdout

@@ -22,7 +22,15 @@ def is_torch(x: Any) -> bool:
     >>> is_torch([1.0])
     False
     """
-    return torch_loaded() and isinstance(x, torch.Tensor)  # no torch imported: no tensor can exist
+    global _TENSOR
+    if _TENSOR is None:
+        if not torch_loaded():
+            return False  # no torch imported: no tensor can exist
+        _TENSOR = torch.Tensor
+    return isinstance(x, _TENSOR)
+
+
+_TENSOR: Any = None  #: torch.Tensor, once torch is imported
 
 
 class Backend:
