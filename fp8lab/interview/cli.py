@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..cli_types import positive_int
 from .bank import DIFFICULTIES, KINDS, TOPICS, load_bank, get_question
 
 __all__ = ["register", "list_rows"]
@@ -82,16 +83,6 @@ def _cmd_quiz(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return n
-
-
 def register(subparsers: "argparse._SubParsersAction") -> None:
     """Add the ``quiz`` subcommand to an argparse subparsers object.
 
@@ -108,7 +99,7 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
     q.add_argument("--tag", action="append", help="only questions with this tag (repeatable)")
     q.add_argument("--myths", action="store_true", help="only the myths (claims that circulate, checked by code)")
     q.add_argument("--id", action="append", help="ask exactly these questions, in this order (repeatable)")
-    q.add_argument("--n", type=_positive, default=10, help="number of questions (default 10)")
+    q.add_argument("--n", type=positive_int, default=10, help="number of questions (default 10)")
     q.add_argument("--seed", type=int, default=None, help="seed for the choice and order of questions")
     q.add_argument("--lang", choices=["en", "zh", "both"], default=None,
                    help="language: en (default) or zh; both (one card, two languages) for --export")

@@ -27,6 +27,7 @@ import re
 import sys
 from typing import Sequence
 
+from ..cli_types import positive_int
 from ..tables import format_table
 from .fit import fit_report
 from .gpus import get_gpu, list_gpus
@@ -56,21 +57,6 @@ def parse_count(text: str) -> int:
     if not float(value).is_integer():
         raise argparse.ArgumentTypeError(f"a parameter count is a whole number (7e9, 7.5B), got {text!r}")
     return int(value)
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number >= 1 (so a bad value is reported before anything is printed).
-
-    >>> positive_int("4096")
-    4096
-    """
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], file=None) -> None:

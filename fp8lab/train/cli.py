@@ -13,27 +13,9 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..cli_types import nonnegative_int, positive_int
+
 __all__ = ["register", "build_parser", "main", "run"]
-
-
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
-    return v
-
-
-def _nonneg(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {v}")
-    return v
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -49,12 +31,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="print each recipe's training memory (weights, FP8 copies, gradients, optimizer, saved inputs) and exit")
     p.add_argument("--model", default="tiny-gpt",
                    help="with --memory: tiny-gpt (default) or a published dense model (fp8lab size --list), e.g. llama-2-7b")
-    p.add_argument("--tokens", type=_positive, help="with --memory: tokens per step (default: 12 x 64 for tiny-gpt, 4096 otherwise)")
-    p.add_argument("--steps", type=_positive, default=2000, help="training steps (default 2000, nanoGPT's CPU example)")
-    p.add_argument("--seed", type=_nonneg, default=0)
-    p.add_argument("--eval-interval", type=_positive, default=250, help="steps between validation losses")
-    p.add_argument("--eval-iters", type=_positive, default=20, help="batches per validation loss")
-    p.add_argument("--threads", type=_positive, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--tokens", type=positive_int, help="with --memory: tokens per step (default: 12 x 64 for tiny-gpt, 4096 otherwise)")
+    p.add_argument("--steps", type=positive_int, default=2000, help="training steps (default 2000, nanoGPT's CPU example)")
+    p.add_argument("--seed", type=nonnegative_int, default=0)
+    p.add_argument("--eval-interval", type=positive_int, default=250, help="steps between validation losses")
+    p.add_argument("--eval-iters", type=positive_int, default=20, help="batches per validation loss")
+    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--json", type=Path, help="write the run(s) as JSON here")
     p.add_argument("--plot", type=Path, help="draw the loss curve(s) into this image")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
