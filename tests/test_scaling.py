@@ -487,3 +487,14 @@ def test_compare_recipes_rows():
     assert by[("MXFP8 floor", "e4m3")]["saturated_blocks"] > 0 == by[("MXFP8 rceil", "e4m3")]["saturated_blocks"]
     for r in rows:
         assert r["seconds"] > 0 and r["ratio_to_cast"] > 0 and 0 <= r["mean_rel_err"] <= 1
+
+
+def test_mx_scale_codes_are_what_the_codec_encodes_for_every_exponent():
+    """MXScaling writes E8M0 codes as k + bias; the codec's encode of 2^k agrees for every reachable k."""
+    from fp8lab.scaling.scales import E8M0_MAX_EXP, E8M0_MIN_EXP
+    emax = 2  # FP4 (E2M1): max 6 = 1.5 * 2^2, so amax 2^(k+2) gives the scale 2^k (floor)
+    k = np.arange(E8M0_MIN_EXP, E8M0_MAX_EXP - 1)  # up to 125: a float32 amax reaches no higher scale
+    amax = np.ldexp(1.0, k + emax)
+    ss = fl.MXScaling(32, scale_rounding="floor").compute_scales(amax, fl.get_format("fp4"))
+    assert np.array_equal(np.log2(ss.scales.astype(np.float64)), k)
+    assert np.array_equal(ss.info["scale_codes"], np.asarray(fl.encode(ss.scales, "e8m0")))

@@ -37,6 +37,7 @@ import numpy as np
 
 from ..codec import encode
 from ..formats import FloatFormat, Format
+from ..registry import get_format
 from .base import Recipe, ScaleSet
 from .blocks import axis_block
 from ..validation import check_int
@@ -164,4 +165,6 @@ class MXScaling(Recipe):
                              "takes its elements (and rceil/even compute their scales); scale the input down first")
         k = mx_scale_exponents(amax, fmt, self.scale_rounding)
         scales = np.ldexp(np.float32(1.0), k.astype(np.int32)).astype(np.float32)
-        return ScaleSet(scales, "e8m0", info={"scale_codes": np.asarray(encode(scales, "e8m0"))})
+        # E8M0's code of 2^k is k + bias (k is clipped to the codes of finite scales); tests check it equals encode()
+        codes = (k + get_format("e8m0").bias).astype(np.uint8)
+        return ScaleSet(scales, "e8m0", info={"scale_codes": codes})
