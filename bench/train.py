@@ -70,6 +70,8 @@ def merge(paths: list[Path], out: Path) -> dict:
             if r["recipe"] not in seen:
                 seen.add(r["recipe"])
                 rows.append(r)
+    order = {n: i for i, n in enumerate(LinearRecipe.names())}  # the presets' order, as --list shows them
+    rows.sort(key=lambda r: order.get(r["recipe"], len(order)))
     merged = {**parts[0], "command": [p["command"] for p in parts], "rows": rows,
               "note": parts[0]["note"] + f"; merged from {len(parts)} processes run side by side "
                       "(each row's step-time ratio is against the fp32 run of its own process)",
