@@ -121,3 +121,24 @@ def test_controls_show_their_failure_mode(short_runs):
     assert _drop(short_runs["fp8-e4m3-grads-unscaled"]) < 0.85 * _drop(short_runs["fp32"])
     for name in ("fp8-acc14-no-promotion", "fp8-dgrad-128x128"):
         assert _drop(short_runs[name]) > 0.5 * _drop(short_runs["fp32"]), name
+
+
+def test_the_readme_training_table_is_the_recorded_run():
+    """Every row of the README's training table matches bench/results/train.json (values and step-time check)."""
+    import json
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    rec = json.loads((root / "bench" / "results" / "train.json").read_text())
+    times = rec["step_time_check"]["vs_fp32"]
+    readme = (root / "README.md").read_text()
+    found = {}
+    for m in re.finditer(r"^\| `([a-z0-9-]+)`(?: \(control\))? \| ([0-9.]+) \| ([^|]*) \| ([0-9.]+)x \| ([0-9.]+) \|$", readme, re.M):
+        found[m.group(1)] = m.groups()[1:]
+    assert set(found) == {r["recipe"] for r in rec["rows"]} == set(LinearRecipe.names())
+    for r in rec["rows"]:
+        val, gap, t, under = found[r["recipe"]]
+        assert val == f"{r['final_val_loss']:.4f}" and t == f"{times[r['recipe']]:.2f}" and under == f"{r['mean_underflow']:.4f}"
+        if r["recipe"] != "fp32":
+            assert gap.strip() == f"{r['gap_to_fp32_pct']:+.2f}%"
+    assert rec["config"]["steps"] == 2000 and rec["config"]["warmup_steps"] == 100
