@@ -92,7 +92,9 @@ def round_bits_torch(x, mantissa_bits: int, rounding: str, saturate: bool = Fals
     if not keep_nan and not saturate:
         if rounding == "nearest" and drop:
             bits.add_((bits >> drop) & 1).add_((1 << (drop - 1)) - 1)
-        return x if not drop else (bits.bitwise_and_(-(1 << drop)), x)[1]
+        if drop:
+            bits.bitwise_and_(-(1 << drop))
+        return x
     nan = torch.isnan(x)
     sign = bits & -0x80000000
     if rounding == "nearest" and drop:  # add half an ulp minus one, plus the kept last bit: ties go to even
