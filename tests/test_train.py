@@ -142,3 +142,40 @@ def test_the_readme_training_table_is_the_recorded_run():
         if r["recipe"] != "fp32":
             assert gap.strip() == f"{r['gap_to_fp32_pct']:+.2f}%"
     assert rec["config"]["steps"] == 2000 and rec["config"]["warmup_steps"] == 100
+
+
+def test_the_readme_training_prose_quotes_the_recorded_run_and_the_memory_model():
+    """The numbers in the README's training paragraphs come from the JSON and from fp8lab.train.memory."""
+    import json
+    from pathlib import Path
+    from fp8lab.train.memory import recipe_memory
+    root = Path(__file__).resolve().parents[1]
+    rec = json.loads((root / "bench" / "results" / "train.json").read_text())
+    readme = (root / "README.md").read_text()
+    rows = {r["recipe"]: r for r in rec["rows"]}
+    t = rec["step_time_check"]["vs_fp32"]
+    fp32 = rows["fp32"]["final_val_loss"]
+    published = ["fp8-tensorwise-delayed", "fp8-tensorwise-current", "fp8-rowwise", "fp8-blockwise", "mxfp8"]
+    exact = ["fp8-tensorwise-delayed", "fp8-tensorwise-current", "fp8-rowwise", "mxfp8"]
+    want = [f"`fp32` ends at {fp32:.3f}, {fp32 - 1.88:.3f} above",
+            f"within {max(abs(rows[n]['gap_to_fp32_pct']) for n in published):.2f}% of `fp32`",
+            f"`fp8-unscaled` (+{rows['fp8-unscaled']['gap_to_fp32_pct']:.0f}%",
+            f"{rows['fp8-unscaled']['mean_underflow']:.0%} of the gradients flushed",
+            f"`fp8-e4m3-grads-unscaled` (+{rows['fp8-e4m3-grads-unscaled']['gap_to_fp32_pct']:.0f}%, "
+            f"{rows['fp8-e4m3-grads-unscaled']['mean_underflow']:.0%} flushed",
+            f"flushes {rows['fp16-no-loss-scaling']['mean_underflow']:.0%} of the gradients",
+            f"(`fp8-blockwise` {t['fp8-blockwise']:.2f}x, `fp8-dgrad-128x128` {t['fp8-dgrad-128x128']:.2f}x, "
+            f"`fp8-acc14-no-promotion` {t['fp8-acc14-no-promotion']:.2f}x)",
+            f"({min(t[n] for n in exact):.2f}x to {max(t[n] for n in exact):.2f}x)",
+            f"({rec['step_time_check']['median_step_s']['fp32'] * 1e3:.0f} ms)"]
+    mem = {n: recipe_memory(n, "llama-2-7b") for n in ("fp32", "bf16", "fp8-tensorwise-delayed", "fp8-blockwise",
+                                                       "fp8-rowwise", "mxfp8")}
+    want += [f"`fp32` {mem['fp32'].total_bytes / 1e9:.2f} GB", f"`bf16` {mem['bf16'].total_bytes / 1e9:.2f} GB",
+             f"`fp8-tensorwise-*` {mem['fp8-tensorwise-delayed'].total_bytes / 1e9:.2f} GB",
+             f"`fp8-blockwise` {mem['fp8-blockwise'].total_bytes / 1e9:.2f} GB",
+             f"`fp8-rowwise` {mem['fp8-rowwise'].total_bytes / 1e9:.2f} GB",
+             f"`mxfp8` {mem['mxfp8'].total_bytes / 1e9:.2f} GB",
+             f"states ({sum(mem['fp32'].component(c) for c in ('master weights', 'gradients', 'optimizer states')) / 1e9:.1f} GB)"]
+    text = " ".join(readme.split())
+    missing = [w for w in want if " ".join(w.split()) not in text]
+    assert not missing, missing
