@@ -19,7 +19,7 @@ import fp8lab as fl
 from fp8lab.codec import disable_paths, force_path, path_table, which_path
 from fp8lab.codec.paths import PATHS, Request, path_names, select
 from fp8lab.codec.reference import decode_one, encode_one
-from fp8lab.codec.wide import half_ok
+from fp8lab.codec.half import half_ok
 from fp8lab.registry import list_formats
 
 from .conftest import ML_DTYPES
@@ -189,8 +189,11 @@ def test_which_path_and_forcing():
     t = torch.zeros(3)
     assert which_path("encode", t, "e4m3") == "torch_cast"
     assert which_path("encode", t, "fp4") == "via_numpy -> table"
-    assert which_path("decode", torch.zeros(3, dtype=torch.uint8), "e4m3") == "via_numpy -> table"
-    with disable_paths("via_numpy"):
+    assert which_path("decode", torch.zeros(3, dtype=torch.uint8), "e4m3") == "half"
+    assert which_path("decode", torch.zeros(3, dtype=torch.uint8), "fp4") == "via_numpy -> table"
+    with disable_paths("half"):
+        assert which_path("decode", torch.zeros(3, dtype=torch.uint8), "e4m3") == "via_numpy -> table"
+    with disable_paths("half", "via_numpy"):
         assert which_path("decode", torch.zeros(3, dtype=torch.uint8), "e4m3") == "shift"
     with pytest.raises(ValueError, match="no forced codec path \\(inplace\\) serves encode of float8_e4m3fn"):
         with force_path("inplace"):
@@ -238,9 +241,38 @@ def test_the_half_path_agrees_with_the_bit_level_decode(fmt):
     with force_path("bitlevel"):
         want = np.asarray(fl.decode(codes, fmt))
     dtypes = [torch.uint16] + ([torch.int16] if fmt.bits < 16 else []) + ([torch.uint8] if fmt.bits <= 8 else [])
+    dtypes = [dt for dt in dtypes if half_ok(fmt, str(dt).removeprefix("torch."))]
+    assert dtypes
     for dt in dtypes:
         t = torch.from_numpy(codes.astype(np.int32)).to(dt) if dt != torch.uint16 else \
             torch.from_numpy(codes.view(np.int16).copy()).view(torch.uint16)
         with force_path("half"):
             got = fl.decode(t, fmt)
         assert _same_values(got.numpy(), want), (fmt.name, dt)
+
+
+NARROW8 = [f for f in SWEEP if f.kind == "float" and f.bits == 8 and half_ok(f) and f.exponent_bits <= 4]
+
+
+def test_the_narrow_half_formats_include_e4m3_and_its_relatives():
+    names = {f.name for f in NARROW8}
+    assert {"float8_e4m3fn", "float8_e4m3fnuz"} <= names and len(NARROW8) > 10
+    assert any(f.special == "fnuz" for f in NARROW8) and any(f.special == "ieee" for f in NARROW8)
+    assert any(f.bias != 2 ** (f.exponent_bits - 1) - 1 for f in NARROW8)  # unusual biases are rebiased too
+
+
+@pytest.mark.parametrize("fmt", NARROW8, ids=lambda f: f.name)
+def test_the_narrow_half_decode_into_the_gemm_workspace_matches_bit_level(fmt):
+    """Every code, laid out as a transposed (non-contiguous) matrix, decoded into the GEMM's reusable buffer."""
+    from fp8lab.gemm.decode import decode_values
+
+    codes = np.arange(256, dtype=np.uint8).reshape(16, 16)
+    with force_path("bitlevel"):
+        want = np.asarray(fl.decode(codes.T, fmt))
+    t = torch.from_numpy(codes).t()
+    assert which_path("decode", t, fmt) == "half"
+    got = decode_values(t, fmt, slot="narrow-half-test")
+    assert got.shape == (16, 16) and _same_values(got.numpy(), want)
+    # finite codes are bit-identical; NaN codes give NaN (test_every_decode_path... checks the rest)
+    fin = np.isfinite(want)
+    assert np.array_equal(got.numpy()[fin].view(np.uint32), want[fin].view(np.uint32))

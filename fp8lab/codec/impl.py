@@ -25,7 +25,8 @@ from .backend import NUMPY, TORCH, torch
 from .core import decode_codes, encode_bits, int_decode, int_encode
 from .lut import encode_table, lut_index, split_bit, value_table
 from .shift import shift_decode
-from .wide import decode_half_torch, decode_wide, round_bits, round_bits_torch
+from .half import decode_half_torch
+from .wide import decode_wide, round_bits, round_bits_torch
 
 CHUNK = 1 << 16  # elements per chunk: ~10 int32 temporaries of 256 KiB stay in L2
 
@@ -257,7 +258,7 @@ def inplace_decode(codes, req, out=None):
 
 
 def half_path_decode(codes, req, out=None):
-    """Decode codes of an FP16-layout format (E5M2, FP16) through float16, optionally into an int32 buffer.
+    """Decode codes whose fields fit FP16's (E5M2, FP16, E4M3, ...) through float16, optionally into an int32 buffer.
 
     >>> import torch
     >>> from fp8lab.registry import get_format

@@ -34,7 +34,8 @@ from .backend import is_torch
 from .lut import lut_ok
 from .native import cast_for
 from .shift import shift_decodable
-from .wide import half_ok, wide_ok
+from .half import half_ok
+from .wide import wide_ok
 
 __all__ = ["Request", "CodecPath", "PATHS", "select", "which_path", "path_table", "force_path", "disable_paths",
            "path_names"]
@@ -106,11 +107,12 @@ def _torch_cast(r: Request) -> str | None:
 
 
 def _half(r: Request) -> str | None:
-    if not half_ok(r.fmt):
-        return "needs FP16's exponent layout (5 bits, bias 15, IEEE specials, signed, subnormals), at most 16 bits"
-    if r.code_dtype not in ("uint8", "int16", "uint16"):
-        return f"needs uint8, int16 or uint16 codes, got {r.code_dtype}"
-    return None
+    if half_ok(r.fmt, r.code_dtype):
+        return None
+    if any(half_ok(r.fmt, d) for d in ("uint8", "int16", "uint16")):
+        return f"cannot take {r.code_dtype} codes of {r.fmt.name}"
+    return ("needs FP16's exponent layout (5 bits, bias 15, IEEE specials, signed, subnormals; at most 16 bits) "
+            "or an 8-bit signed format with subnormals and at most 4 exponent bits")
 
 
 def _via_numpy(r: Request) -> str | None:
@@ -174,7 +176,7 @@ PATHS: tuple[CodecPath, ...] = (
           encode=impl.meta_encode, decode=impl.meta_values, quantize=impl.meta_values),
     _path("torch_cast", "torch", "torch's own cast, fixed up where its policy differs (codec/native.py)", _torch_cast,
           encode=impl.cast_encode, quantize=impl.cast_quantize),
-    _path("half", "torch", "codes that are the top bits of an IEEE half: a shift, then torch's float16 conversion (codec/wide.py)",
+    _path("half", "torch", "codes whose fields fit an IEEE half's: shifted into float16, converted by torch, rebiased (codec/half.py)",
           _half, decode=impl.half_path_decode),
     _path("via_numpy", "torch", "a CPU tensor shares memory with numpy: the numpy path serves it", _via_numpy,
           encode=impl.via_numpy_encode, decode=impl.via_numpy_decode, quantize=impl.via_numpy_quantize),

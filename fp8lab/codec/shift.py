@@ -24,7 +24,7 @@ import math
 from ..formats import FloatFormat, Format
 from .backend import torch
 
-__all__ = ["shift_decodable", "shift_decode"]
+__all__ = ["shift_decodable", "shift_decode", "patch_specials"]
 
 _INT32_MIN = -(1 << 31)
 
@@ -69,6 +69,19 @@ def shift_decode(codes, fmt: FloatFormat, out=None):
     values.mul_(math.ldexp(1.0, 127 - fmt.bias))      # rebias: exact for normal and subnormal codes
     if nan_at_negative_zero:
         values.masked_fill_(negative_zero_code, math.nan)
+    return patch_specials(values, codes, fmt)
+
+
+def patch_specials(values, codes, fmt: FloatFormat):
+    """``values`` with the inf and NaN codes of ``fmt`` among ``codes`` set to inf and NaN (torch).
+
+    A decode that moves bits reads such codes as numbers beyond ``max`` (their magnitudes are the
+    largest), so only when one is present does this cost more than one min/max pass.
+
+    >>> from fp8lab.registry import get_format
+    >>> patch_specials(torch.tensor([1.0, 480.0]), torch.tensor([0x38, 0x7F], dtype=torch.uint8), get_format("e4m3")).tolist()
+    [1.0, nan]
+    """
     if fmt.max_code < fmt.magnitude_mask and values.numel():  # some magnitudes are inf or NaN codes
         lo, hi = torch.aminmax(values)
         if float(hi) > fmt.max or float(lo) < -fmt.max:      # such a code is present: patch it
