@@ -150,9 +150,11 @@ def _as_torch(x: Any):
 
 
 def _gather(s, rows: int, row_block: int, own_k_block: int, g: int, n_kb: int):
-    """Scales (rows/row_block, K/own_k_block) as one per row and one per K-chunk of ``g`` elements."""
+    """Scales (rows/row_block, K/own_k_block) as one per row and one per K-chunk of ``g`` elements (maybe a broadcast view)."""
     if max(row_block, 1) == 1 and max(own_k_block, 1) == g and tuple(s.shape) == (rows, n_kb):
         return s.contiguous()  # already one per row and per K-chunk
+    if tuple(s.shape) == (1, 1):
+        return s.expand(rows, n_kb)  # one scale for everything (per tensor): a view, no copy
     ri = torch.arange(rows, device=s.device) // max(row_block, 1)
     ci = (torch.arange(n_kb, device=s.device) * g) // max(own_k_block, 1)
     return s.index_select(0, ri).index_select(1, ci).contiguous()

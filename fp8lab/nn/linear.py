@@ -31,6 +31,7 @@ True
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,7 @@ import torch.nn.functional as F
 from ..codec import encode, quantize
 from ..codec.impl import code_values
 from ..gemm import Accumulator, scaled_matmul
+from ..formats import Format
 from ..qtensor import QTensor
 from ..scaling import quantize_tensor
 from .recipe import ROLES, LinearRecipe, TensorQuant
@@ -99,6 +101,12 @@ def _gemm(a: Any, b: Any, acc: Accumulator) -> torch.Tensor:
     return a @ b
 
 
+@functools.lru_cache(maxsize=64)
+def _zero_codes(fmt: Format) -> frozenset:
+    """The codes of ``fmt`` whose value is zero (+0 and -0 for most formats)."""
+    return frozenset(np.flatnonzero(code_values(fmt) == 0).tolist())
+
+
 def _nonzero_flushed(x: torch.Tensor, q: Any) -> float:
     """Fraction of the nonzero elements of ``x`` that quantized to zero (``q``: a QTensor or the rounded values).
 
@@ -112,7 +120,7 @@ def _nonzero_flushed(x: torch.Tensor, q: Any) -> float:
         return 0.0
     if isinstance(q, QTensor):
         if q.zero_point is None and q.format.bits <= 16:
-            zero_codes = set(np.flatnonzero(code_values(q.format) == 0).tolist())
+            zero_codes = _zero_codes(q.format)
             sign = 1 << (q.format.bits - 1)
             if zero_codes == {0, sign}:  # +0 and -0: the codes without their sign bit are zero
                 zeros_after = n - int(torch.count_nonzero(q.codes & (sign - 1)))

@@ -19,6 +19,7 @@ from ..qtensor import QTensor
 from ..registry import get_format
 from ..validation import lookup_key
 from .base import Recipe
+from .fast import quantize_fast
 from .integer import IntScaling
 from .mx import MXScaling
 from .nvfp4 import NVFP4Scaling
@@ -134,6 +135,10 @@ def quantize_tensor(x: Any, fmt: "str | Format | None" = None, recipe: "Recipe |
     if state is not None and not recipe.stateful:
         raise ValueError(f"{type(recipe).__name__} keeps no state between calls; state= is for DelayedScaling")
     _warn_if_graph_cut(x)
+    if is_torch(x) and x.dtype == torch.float32:
+        q = quantize_fast(x, fmt, recipe, state)  # the same QTensor in a few torch operations, where it can
+        if q is not None:
+            return q
     xf = _as_float(x)
     kw = {"state": state} if recipe.stateful else {}
     if xf.ndim > 0:

@@ -1,0 +1,173 @@
+"""quantize_tensor's torch fast path (fp8lab.scaling.fast) gives the general path's QTensor, field by field.
+
+The oracle is the general path itself (block_stats -> compute_scales -> finalize through the codec),
+which the rest of the scaling tests check against numpy, ml_dtypes and hand-computed scales.
+"""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fp8lab as fl
+import fp8lab.scaling.quantize as quantize_mod
+from fp8lab.codec import force_path
+from fp8lab.scaling import AxisScaling, BlockScaling, DelayedScaling, MXScaling, TensorScaling, quantize_tensor
+from fp8lab.scaling.fast import FAST_RECIPES, quantize_fast
+
+FORMATS = ["e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz"]
+
+RECIPES = {
+    "tensor": TensorScaling(),
+    "tensor_pow2": TensorScaling(pow2=True),
+    "tensor_margin": TensorScaling(margin=2),
+    "row": AxisScaling(axis=-1),
+    "col_pow2": AxisScaling(axis=0, pow2=True),
+    "1x128": BlockScaling((1, 128)),
+    "128x128": BlockScaling((128, 128)),
+    "1x128_pow2": BlockScaling((1, 128), pow2=True),
+    "mx_floor": MXScaling(),
+    "mx_rceil": MXScaling(scale_rounding="rceil"),
+    "mx_ceil_axis0": MXScaling(scale_rounding="ceil", axis=0),
+    "mx_even": MXScaling(scale_rounding="even"),
+}
+
+
+def _general(x, fmt, recipe, state=None):
+    """quantize_tensor with the fast path switched off."""
+    orig = quantize_mod.quantize_fast
+    quantize_mod.quantize_fast = lambda *a, **k: None
+    try:
+        return quantize_tensor(x, fmt, recipe, state=state)
+    finally:
+        quantize_mod.quantize_fast = orig
+
+
+def _assert_same(q, ref):
+    assert q.codes.dtype == ref.codes.dtype and torch.equal(q.codes, ref.codes)
+    assert q.scales.dtype == ref.scales.dtype and torch.equal(q.scales, ref.scales)
+    assert (q.format, q.block, q.scale_format, q.tensor_scale, q.dtype) == \
+        (ref.format, ref.block, ref.scale_format, ref.tensor_scale, ref.dtype)
+    assert q.scaling == ref.scaling and q.zero_point is None and ref.zero_point is None
+    assert q.info.present == ref.info.present
+    for k in ref.info.present:
+        a, b = q.info[k], ref.info[k]
+        if isinstance(b, np.ndarray):
+            assert a.dtype == b.dtype and np.array_equal(a, b), k
+        else:
+            assert type(a) is type(b) and a == b, (k, a, b)
+
+
+def _tensors():
+    g = torch.Generator().manual_seed(0)
+    base = torch.randn(256, 384, generator=g)
+    yield "randn", base
+    yield "tiny", base * 1e-30            # scales near float32's smallest normal
+    yield "huge", base * 1e30
+    yield "heavy", base ** 5              # a wide spread within each block: subnormal codes
+    z = base.clone()
+    z[:128] = 0.0
+    z[:, :64] = -0.0
+    yield "zero_blocks", z
+    yield "all_zero", torch.zeros(256, 384)
+    yield "constant", torch.full((256, 384), -3.0)
+    sub = torch.from_numpy(np.random.default_rng(1).integers(1, 1 << 23, (256, 384)).astype(np.uint32).view(np.float32))
+    yield "f32_subnormal", sub
+    yield "transposed", torch.randn(384, 256, generator=g).t()
+    yield "strided_rows", torch.randn(512, 384, generator=g)[::2]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("rname", list(RECIPES))
+def test_the_fast_path_gives_the_general_qtensor(rname, fmt):
+    recipe = RECIPES[rname]
+    served = 0
+    for label, x in _tensors():
+        q = quantize_fast(x, fl.get_format(fmt), recipe)
+        ref = _general(x, fmt, recipe)
+        assert q is not None, f"{label}: every finite, divisible float32 tensor takes the fast path"
+        _assert_same(q, ref)
+        assert torch.equal(quantize_tensor(x, fmt, recipe).codes, ref.codes)  # and quantize_tensor uses it
+        served += 1
+    assert served == 10
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
+def test_saturating_blocks_are_clamped_as_the_codec_clamps_them(fmt):
+    """Delayed scaling lags amax growth: the history's scale makes later tensors saturate."""
+    recipe = DelayedScaling(history_len=4)
+    h_fast, h_gen = recipe.new_state(), recipe.new_state()
+    g = torch.Generator().manual_seed(3)
+    saw_saturation = False
+    for step, gain in enumerate([1.0, 10.0, 1e3, 1e-2, 1e6, 1.0, 0.0, 5.0]):
+        x = torch.randn(64, 128, generator=g) * gain
+        q = quantize_fast(x, fl.get_format(fmt), recipe, state=h_fast)
+        ref = _general(x, fmt, recipe, state=h_gen)
+        _assert_same(q, ref)
+        assert (h_fast.amaxes, h_fast.scale, h_fast.steps) == (h_gen.amaxes, h_gen.scale, h_gen.steps), step
+        saw_saturation |= ref.info["saturated_blocks"] > 0
+    assert saw_saturation
+
+
+def test_delayed_scaling_without_a_state_advances_the_recipe_s_own_history_once():
+    fast, gen = DelayedScaling(), DelayedScaling()
+    for gain in (1.0, 100.0, 3.0):
+        x = torch.randn(32, 64) * gain
+        _assert_same(quantize_tensor(x, "e4m3", fast), _general(x, "e4m3", gen))
+    assert fast.history == gen.history and fast.scale == gen.scale and len(fast.history) == 3
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+@pytest.mark.parametrize("rname", ["tensor", "row", "mx_floor", "delayed"])
+def test_non_finite_tensors_take_the_general_path_before_any_state_moves(rname, bad):
+    recipe = DelayedScaling() if rname == "delayed" else RECIPES[rname]
+    x = torch.randn(64, 128)
+    x[5, 7] = bad
+    h = recipe.new_state() if rname == "delayed" else None
+    assert quantize_fast(x, fl.get_format("e4m3"), recipe, state=h) is None
+    if h is not None:
+        assert h.steps == 0 and h.amaxes == () and h.scale == 1.0
+    q = quantize_tensor(x, "e4m3", recipe, state=h)  # the general path reports the non-finite block
+    assert q.info["nonfinite_blocks"] >= 1
+
+
+def test_what_the_fast_path_leaves_to_the_general_path():
+    e4 = fl.get_format("e4m3")
+    x = torch.randn(8, 128)
+    assert quantize_fast(torch.randn(8, 100), e4, BlockScaling((1, 128))) is None    # a partial block: padding
+    assert quantize_fast(x.double(), e4, TensorScaling()) is None                    # float64 source
+    assert quantize_fast(x.half(), e4, TensorScaling()) is None
+    assert quantize_fast(x, fl.get_format("fp4"), MXScaling()) is None               # no torch cast
+    assert quantize_fast(x, fl.get_format("int8"), TensorScaling()) is None
+    assert quantize_fast(x, fl.get_format("bf16"), TensorScaling()) is None
+    assert quantize_fast(x, e4, fl.scaling.PercentileScaling()) is None              # its own statistic
+    assert quantize_fast(x, e4, fl.scaling.IntScaling()) is None
+    assert quantize_fast(torch.zeros(0, 128), e4, TensorScaling()) is None
+    assert quantize_fast(torch.tensor(3.0), e4, TensorScaling()) is None
+    assert quantize_fast(x.numpy(), e4, TensorScaling()) is None
+    assert quantize_fast(torch.empty(8, 128, device="meta"), e4, TensorScaling()) is None
+
+    class MyScaling(TensorScaling):  # a subclass may change a rule: not served
+        pass
+    assert quantize_fast(x, e4, MyScaling()) is None
+    with force_path("bitlevel"):  # forcing a codec path turns the fast path off
+        assert quantize_fast(x, e4, TensorScaling()) is None
+        q = quantize_tensor(x, "e4m3", TensorScaling())
+    assert torch.equal(q.codes, quantize_fast(x, e4, TensorScaling()).codes)
+    assert set(FAST_RECIPES) == {TensorScaling, AxisScaling, BlockScaling, MXScaling, DelayedScaling}
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.sampled_from([1, 2, 32, 96]), cols=st.sampled_from([32, 128, 256]),
+       log_gain=st.integers(-40, 40), rname=st.sampled_from(list(RECIPES)), fmt=st.sampled_from(FORMATS),
+       seed=st.integers(0, 2**16))
+def test_fast_equals_general_on_random_shapes_and_magnitudes(rows, cols, log_gain, rname, fmt, seed):
+    recipe = RECIPES[rname]
+    x = torch.randn(rows, cols, generator=torch.Generator().manual_seed(seed)) * float(2.0 ** log_gain)
+    q = quantize_fast(x, fl.get_format(fmt), recipe)
+    ref = _general(x, fmt, recipe)
+    if q is None:  # only partial blocks (rows not a multiple of a 128-row or 32-row block) fall back
+        assert any(n % b for n, b in zip(x.shape, recipe.block_for(tuple(x.shape))))
+        return
+    _assert_same(q, ref)
