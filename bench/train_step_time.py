@@ -1,12 +1,20 @@
-"""Step time of every recipe relative to fp32: 8 steps each (first 2 dropped), three interleaved rounds, one thread.
+"""Step time of every recipe relative to fp32: all recipes stepped in turn, the ratio taken within each round.
 
 Run after bench/train.py; it adds 'step_time_check' to bench/results/train.json (the long run's own ratios
-suffer from the shared machine's changing load).
+suffer from the shared machine's changing load). One fp8lab.train.Run per recipe (same seed, same batches as
+`fp8lab train`), one thread; each round runs one step of every recipe, in an order that rotates from round to
+round, and a recipe's time in that round is divided by fp32's. A load change slows all recipes of a round alike,
+so the median of the per-round ratios is steadier than a ratio of medians taken minutes apart. The first
+--warmup rounds are dropped. Wall-clock and CPU time are both recorded; the ratios quoted are wall-clock.
+
+    python bench/train_step_time.py [--rounds 24] [--warmup 3]
 """
 
+import argparse
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +22,7 @@ import torch
 
 from fp8lab.nn import LinearRecipe
 from fp8lab.train import TrainConfig
-from fp8lab.train.loop import train
+from fp8lab.train.loop import Run
 
 RESULTS = Path(__file__).resolve().parent / "results" / "train.json"
 
@@ -28,24 +36,48 @@ def _commit() -> str:
         return "unknown"
 
 
+def measure(rounds: int, warmup: int) -> dict:
+    """Per-round wall and CPU step times of every recipe, and their ratios to fp32's in the same round."""
+    torch.set_num_threads(1)
+    names = list(LinearRecipe.names())
+    cfg = TrainConfig(steps=rounds)
+    runs = {n: Run(LinearRecipe.from_name(n), cfg) for n in names}
+    wall = {n: [] for n in names}
+    cpu = {n: [] for n in names}
+    for step in range(rounds):
+        k = step % len(names)
+        for n in names[k:] + names[:k]:  # rotate the order: no recipe always follows the same one
+            c0 = time.process_time()
+            _, _, dt = runs[n].step(step)
+            cpu[n].append(time.process_time() - c0)
+            wall[n].append(dt)
+        print(f"round {step + 1}/{rounds}: fp32 {wall['fp32'][-1] * 1e3:.0f} ms", flush=True)
+    keep = slice(warmup, None)
+    ratio = {n: float(np.median(np.array(wall[n][keep]) / np.array(wall["fp32"][keep]))) for n in names}
+    cpu_ratio = {n: float(np.median(np.array(cpu[n][keep]) / np.array(cpu["fp32"][keep]))) for n in names}
+    return {"vs_fp32": ratio, "cpu_vs_fp32": cpu_ratio,
+            "median_step_s": {n: float(np.median(wall[n][keep])) for n in names},
+            "median_cpu_step_s": {n: float(np.median(cpu[n][keep])) for n in names},
+            "rounds_timed": rounds - warmup}
+
+
 def main() -> None:
     """Time every recipe and add the ratios to the results file."""
-    torch.set_num_threads(1)
-    out: dict[str, list[float]] = {}
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=24)
+    ap.add_argument("--warmup", type=int, default=3)
+    args = ap.parse_args()
+    if not 0 <= args.warmup < args.rounds:
+        ap.error("need 0 <= --warmup < --rounds")
     load_before = os.getloadavg()
-    for _ in range(3):  # three interleaved rounds, median of the step times of all
-        for name in LinearRecipe.names():
-            r = train(name, TrainConfig(steps=8, eval_iters=1, eval_interval=8))
-            out.setdefault(name, []).extend(r["step_time_s"][2:])
+    m = measure(args.rounds, args.warmup)
     load_after = os.getloadavg()
-    med = {n: float(np.median(v)) for n, v in out.items()}
-    print(json.dumps({n: round(m / med["fp32"], 2) for n, m in med.items()}))
+    print(json.dumps({n: round(v, 2) for n, v in m["vs_fp32"].items()}))
     rec = json.loads(RESULTS.read_text())
-    rec["step_time_check"] = {"command": "python bench/train_step_time.py", "median_step_s": med,
-                              "vs_fp32": {n: m / med["fp32"] for n, m in med.items()},
-                              "steps_timed": {n: len(v) for n, v in out.items()},
-                              "load_average_before_after": [load_before, load_after],
-                              "commit": _commit(),
+    rec["step_time_check"] = {"command": f"python bench/train_step_time.py --rounds {args.rounds} --warmup {args.warmup}",
+                              **m, "load_average_before_after": [load_before, load_after], "commit": _commit(),
+                              "method": "all recipes stepped in turn (order rotating), one thread; median over rounds "
+                                        "of each recipe's wall-clock step time divided by fp32's in the same round",
                               "note": "measured with nothing else running on the machine (load averages recorded); "
                                       "use these ratios, not the long run's"}
     RESULTS.write_text(json.dumps(rec, indent=1))

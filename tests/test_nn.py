@@ -222,3 +222,53 @@ def test_the_underflow_fraction_counted_on_codes_equals_counting_values(fmt):
     want = float(((v == 0) & nz).sum()) / int(nz.sum())
     assert 0 < want < 1, "the case must flush some elements and keep others"
     assert _nonzero_flushed(x, q) == pytest.approx(want, abs=0)
+
+
+def _general_gemm(a, b, acc, *, va=None, vb=None):
+    """Fp8Linear's GEMM without its shortcut (operands decoded by scaled_matmul itself, every time)."""
+    from fp8lab.gemm import scaled_matmul
+    from fp8lab.qtensor import QTensor
+    if isinstance(a, QTensor) and isinstance(b, QTensor):
+        return scaled_matmul(a, b, accumulator=acc)
+    a = a.dequantize() if isinstance(a, QTensor) else a
+    b = b.dequantize() if isinstance(b, QTensor) else b
+    return a @ b
+
+
+@pytest.mark.parametrize("name", LinearRecipe.names())
+def test_the_fast_paths_change_no_bit_of_a_training_step(name, monkeypatch):
+    """quantize_tensor's fast path and the decoded-once activation give the general path's outputs, gradients and stats.
+
+    Three steps of a two-layer stack (so delayed histories move and saturate), with shapes that exercise
+    full and partial 128-blocks, compared with quantize_fast switched off and every GEMM through
+    scaled_matmul.
+    """
+    import fp8lab.nn.linear as linear_mod
+    import fp8lab.scaling.quantize as quantize_mod
+
+    def run():
+        torch.manual_seed(1)
+        layers = [Fp8Linear(256, 384, recipe=name), Fp8Linear(384, 200, recipe=name)]
+        g = torch.Generator().manual_seed(2)
+        seen = []
+        for step in range(3):
+            x = torch.randn(96, 256, generator=g) * (10.0 ** step)
+            x.requires_grad_()
+            y = layers[1](torch.relu(layers[0](x)))
+            (y.square().sum() * 1e-3).backward()
+            seen.append([y.detach().clone(), x.grad.clone()] + [p.grad.clone() for m in layers for p in m.parameters()])
+            seen.append([m.stats for m in layers] + [m.state.as_dict() for m in layers])
+            for m in layers:
+                m.zero_grad()
+        return seen
+
+    fast = run()
+    monkeypatch.setattr(quantize_mod, "quantize_fast", lambda *a, **k: None)
+    monkeypatch.setattr(linear_mod, "_gemm", _general_gemm)
+    general = run()
+    for f, g in zip(fast, general):
+        for a, b in zip(f, g):
+            if isinstance(a, torch.Tensor):
+                assert torch.equal(a, b)
+            else:
+                assert a == b

@@ -171,3 +171,70 @@ def test_fast_equals_general_on_random_shapes_and_magnitudes(rows, cols, log_gai
         assert any(n % b for n, b in zip(x.shape, recipe.block_for(tuple(x.shape))))
         return
     _assert_same(q, ref)
+
+
+def _reference_float_scales(amax, fmt_max, margin, pow2):
+    """float_scales written as the plain vectorised formula (its code before the one-scale and no-zero shortcuts)."""
+    from fp8lab.scaling import scales as S
+    amax = np.asarray(amax, dtype=np.float64)
+    zero = ~(amax > 0)
+    with np.errstate(over="ignore"):
+        s = np.where(zero, 1.0, amax) * (2.0**margin) / float(fmt_max)
+    S.check_scale_range(s, "amax")
+    if pow2:
+        if np.any(np.isfinite(s) & (s > 2.0**S.E8M0_MAX_EXP)):
+            raise ValueError("above 2^127")
+        s = S.pow2_ceil(s)
+    else:
+        s = np.clip(s, S.F32_TINY, S._F32_MAX)
+    out = S.round_up_float32(s)
+    out[zero] = 1.0
+    return out
+
+
+def test_float_scales_shortcuts_give_the_formula_s_bits_and_errors():
+    """One amax (Python floats) and arrays without zeros (no masking) against the plain formula, raising alike."""
+    from fp8lab.scaling.scales import float_scales
+    rng = np.random.default_rng(5)
+    special = [0.0, -0.0, np.nan, np.inf, -1.0, 1e-45, 1e-40, 1.17e-38, 3e38, 3.4e38, 1e300, 448.0, 447.9999, 57344.0]
+    magnitudes = np.abs(rng.standard_normal(200)) * 10.0 ** rng.integers(-45, 40, 200)
+    patterns = rng.integers(1, 2**31 - 2**23, 200).astype(np.uint32).view(np.float32).astype(np.float64)
+    values = np.concatenate([special, magnitudes, patterns])
+    checked = raised = 0
+    for fmt_max in (448.0, 57344.0, 6.0):
+        for margin in (0, 1, -3, 140, -140):
+            for pow2 in (False, True):
+                cases = [values[i:i + 1] for i in range(len(values))]
+                cases += [rng.choice(values, size=int(rng.integers(2, 9))) for _ in range(30)]
+                for a in cases:
+                    try:
+                        want = _reference_float_scales(a, fmt_max, margin, pow2)
+                    except ValueError:
+                        with pytest.raises(ValueError):
+                            float_scales(a, fmt_max, margin=margin, pow2=pow2)
+                        raised += 1
+                        continue
+                    got = float_scales(a, fmt_max, margin=margin, pow2=pow2)
+                    assert got.dtype == np.float32 and got.shape == want.shape
+                    assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (a, fmt_max, margin, pow2)
+                    checked += 1
+    assert checked > 10_000 and raised > 100
+
+
+@settings(max_examples=200, deadline=None)
+@given(history_len=st.integers(1, 6), amaxes=st.lists(st.sampled_from([0.0, -0.0, 1.0, 2.0, 3.0, 2.0, 0.5, 1e30]),
+                                                      min_size=0, max_size=30))
+def test_the_history_s_running_max_is_max_of_the_window(history_len, amaxes):
+    """AmaxHistory.largest() (updated per push) is builtins.max over the window, the same float object-for-value."""
+    from fp8lab.scaling.delayed import AmaxHistory
+    h = AmaxHistory(history_len)
+    assert h.largest() is None and h.latest() is None
+    for i, a in enumerate(amaxes):
+        h.push(a)
+        want = max(h.amaxes)
+        got = h.largest()
+        assert got == want and np.copysign(1.0, got) == np.copysign(1.0, want), (i, h.amaxes)
+        assert h.latest() == h.amaxes[-1]
+        if i == len(amaxes) // 2:
+            h.reset()
+            assert h.largest() is None

@@ -34,7 +34,7 @@ from .accumulator import Accumulator, round_mantissa
 from .checks import Problem
 from .decode import decode_values
 
-__all__ = ["exact", "limited", "check_accumulator"]
+__all__ = ["exact", "exact_values", "limited", "check_accumulator"]
 
 _CACHE_BYTES = 2 << 20   # model "round": a partial-sum tile this large stays in a core's L2 cache
 _ALIGN_BYTES = 64 << 20  # model "align": float64 products of a row tile, (rows, mma_k, N), and copies
@@ -63,16 +63,38 @@ def exact(p: Problem):
     >>> exact(prepare(q, QTensor(np.full((2, 1), 56, np.uint8), np.ones((1, 1), np.float32), "e4m3"))).tolist()
     [[1.0]]
     """
+    return exact_values(p)
+
+
+def exact_values(p: Problem, va=None, vb=None):
+    """:func:`exact` with either operand's float32 values given (decoded by the caller, who may reuse them).
+
+    Given values are read, never modified; the others are decoded here. The result is the same as
+    :func:`exact`'s, bit for bit.
+
+    >>> import torch
+    >>> from fp8lab.codec import encode
+    >>> from fp8lab.qtensor import QTensor
+    >>> from fp8lab.gemm.checks import prepare
+    >>> qa = QTensor(encode(torch.ones(2, 64), "e4m3"), torch.full((1, 1), 0.5), "e4m3")
+    >>> p = prepare(qa, QTensor(encode(torch.ones(64, 3), "e4m3"), torch.ones(1, 1), "e4m3"))
+    >>> exact_values(p, va=qa.values()).tolist() == exact(p).tolist() == [[32.0] * 3] * 2
+    True
+    """
     if p.k == 0 or p.m == 0 or p.n == 0:
         return torch.zeros(p.m, p.n, dtype=torch.float32, device=p.device)
-    va = decode_values(p.a_codes, p.a_format, slot="a")
-    vb = decode_values(p.b_codes, p.b_format, slot="b")
+    own_a, own_b = va is None, vb is None
+    va = decode_values(p.a_codes, p.a_format, slot="a") if own_a else va
+    vb = decode_values(p.b_codes, p.b_format, slot="b") if own_b else vb
     if p.n_kblocks == 1:  # scales constant along K: the epilogue applies them to the result
         out = va @ vb
         out.mul_(p.sa)
         out.mul_(p.sb)
         return out
-    _scale_k_blocks_(va, vb, p)  # va, vb are our own buffers (workspace or fresh): scaling in place is safe
+    # K-blocks: scale the operands; our own buffers (workspace or fresh) in place, a caller's values on a copy
+    va = va if own_a else va.clone()
+    vb = vb if own_b else vb.clone()
+    _scale_k_blocks_(va, vb, p)
     return va @ vb
 
 

@@ -41,6 +41,9 @@ import torch.nn.functional as F
 from ..codec import encode, quantize
 from ..codec.impl import code_values
 from ..gemm import Accumulator, scaled_matmul
+from ..gemm.checks import prepare
+from ..gemm.decode import decode_values
+from ..gemm.emulated import exact_values
 from ..formats import Format
 from ..qtensor import QTensor
 from ..scaling import quantize_tensor
@@ -92,9 +95,15 @@ def _same_turned(tq: TensorQuant, shape: tuple[int, int]) -> bool:
     return tuple(tq.scaling.block_for(shape[::-1]))[::-1] == tuple(tq.scaling.block_for(shape))
 
 
-def _gemm(a: Any, b: Any, acc: Accumulator) -> torch.Tensor:
-    """``a @ b`` through ``scaled_matmul`` when both are QTensors, else an FP32 matmul of the (dequantized) values."""
+def _gemm(a: Any, b: Any, acc: Accumulator, *, va: Any = None, vb: Any = None) -> torch.Tensor:
+    """``a @ b`` through ``scaled_matmul`` when both are QTensors, else an FP32 matmul of the (dequantized) values.
+
+    ``va``/``vb``: an operand's decoded values, when the caller keeps them for another GEMM (exact
+    accumulation only; the result is ``scaled_matmul``'s, bit for bit).
+    """
     if isinstance(a, QTensor) and isinstance(b, QTensor):
+        if acc.exact and (va is not None or vb is not None):
+            return exact_values(prepare(a, b), va=va, vb=vb)
         return scaled_matmul(a, b, accumulator=acc)
     a = a.dequantize() if isinstance(a, QTensor) else a
     b = b.dequantize() if isinstance(b, QTensor) else b
@@ -143,9 +152,12 @@ class _Fp8LinearFunction(torch.autograd.Function):
         r = layer.recipe
         qx = layer._quantize("input", x2, axis=1)
         qw = layer._quantize("weight", weight, axis=1)
-        ctx.layer, ctx.qx, ctx.qw = layer, qx, qw
+        ctx.layer, ctx.qx, ctx.qw, ctx.vx = layer, qx, qw, None
         ctx.save_for_backward(x2, weight)
-        return _gemm(qx, _t(qw), r.fprop)
+        if (ctx.needs_input_grad[1] and isinstance(qx, QTensor) and r.fprop.exact and r.wgrad.exact
+                and _same_turned(r.input, tuple(x2.shape))):
+            ctx.vx = decode_values(qx.codes, qx.format)  # wgrad reads the same operand: decode it once
+        return _gemm(qx, _t(qw), r.fprop, va=ctx.vx)
 
     @staticmethod
     def backward(ctx, dy: torch.Tensor):  # type: ignore[override]
@@ -165,8 +177,8 @@ class _Fp8LinearFunction(torch.autograd.Function):
             qdyT = _t(qdy) if same_g else layer._quantize("grad_output", dy, axis=0, record=False, turned=True)
             same_x = r.input is None or _same_turned(r.input, tuple(x2.shape))
             qx0 = ctx.qx if same_x else layer._quantize("input", x2, axis=0, record=False)
-            dw = _gemm(qdyT, qx0, r.wgrad)
-        ctx.qx = ctx.qw = None
+            dw = _gemm(qdyT, qx0, r.wgrad, vb=ctx.vx if qx0 is ctx.qx else None)
+        ctx.qx = ctx.qw = ctx.vx = None
         return dx, dw, None
 
 

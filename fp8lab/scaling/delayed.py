@@ -60,6 +60,7 @@ class AmaxHistory:
     def __init__(self, history_len: int = 1024) -> None:
         self.history_len = check_int("AmaxHistory", "history_len", history_len, minimum=1)
         self._amax: deque[float] = deque(maxlen=self.history_len)
+        self._largest: float | None = None  # max(self._amax), kept up to date by push (None: recompute)
         self.scale: float = 1.0  #: the dequantisation multiplier of the last call (TE starts from 1)
         self.steps: int = 0
 
@@ -69,8 +70,32 @@ class AmaxHistory:
         >>> h = AmaxHistory(); h.push(2.0); h.steps
         1
         """
-        self._amax.append(float(amax))
+        a = float(amax)
+        evicted = self._amax[0] if len(self._amax) == self.history_len else None
+        self._amax.append(a)
         self.steps += 1
+        if self._largest is not None:
+            # the window's max moves only if the oldest amax leaving it was the max (or a NaN compares oddly)
+            self._largest = None if (evicted is not None and not evicted < self._largest) or a != a \
+                else max(self._largest, a)
+
+    def largest(self) -> float | None:
+        """``max(self.amaxes)`` (None while empty), without walking the whole window each step.
+
+        >>> h = AmaxHistory(2); h.push(3.0); h.push(5.0); h.push(1.0); h.largest()
+        5.0
+        """
+        if self._largest is None and self._amax:
+            self._largest = max(self._amax)
+        return self._largest
+
+    def latest(self) -> float | None:
+        """The most recent amax (None while empty).
+
+        >>> h = AmaxHistory(); h.push(3.0); h.push(2.0); h.latest()
+        2.0
+        """
+        return self._amax[-1] if self._amax else None
 
     @property
     def amaxes(self) -> tuple[float, ...]:
@@ -91,6 +116,7 @@ class AmaxHistory:
         ((), 1.0)
         """
         self._amax.clear()
+        self._largest = None
         self.scale = 1.0
         self.steps = 0
 
@@ -193,10 +219,8 @@ class DelayedScaling(Recipe):
         >>> r = DelayedScaling(); r.state.push(3.0); r.state.push(2.0); r.amax_from_history()
         3.0
         """
-        h = self._resolve(state).amaxes
-        if not h:
-            return None
-        return max(h) if self.algo == "max" else h[-1]
+        st = self._resolve(state)
+        return st.largest() if self.algo == "max" else st.latest()
 
     def reset(self, state: AmaxHistory | None = None) -> None:
         """Forget the history (the object's own, or ``state``); the next call uses scale 1.

@@ -68,6 +68,17 @@ def _cast_dtype(fmt: Format, device_type: str):
     return getattr(torch, cast.dtype)
 
 
+def _block_amax(v, axes: tuple[int, ...]):
+    """Largest magnitude of each block of the blocked view ``v``: max(max, -min), reading ``v`` without a temporary."""
+    if not axes:
+        return v.abs()
+    if all(n == 1 for i, n in enumerate(v.shape) if i not in axes):  # one block: the whole tensor
+        lo, hi = torch.aminmax(v)
+    else:
+        lo, hi = torch.amin(v, dim=axes), torch.amax(v, dim=axes)
+    return torch.maximum(hi, lo.neg_())
+
+
 def quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any = None) -> QTensor | None:
     """The QTensor ``quantize_tensor(x, fmt, recipe, state=state)`` gives, or None where only the general path can.
 
@@ -92,11 +103,16 @@ def quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any = None) -> QTe
     block = recipe.block_for(shape)
     if any(n % b for n, b in zip(shape, block)):
         return None  # partial blocks are padded by the general path
-    x = x.detach().contiguous()  # a transposed view is copied once: strided reductions and casts are slower
-    v, axes = _view(x, block)
-    a = v.abs()
-    nb = num_blocks(shape, block)
-    amax32 = (torch.amax(a, dim=axes) if axes else a).reshape(nb).cpu().numpy()
+    x = x.detach()
+    # the element work runs in x's memory layout: a transposed matrix (the backward GEMMs quantize
+    # x.T and dy.T) is worked on as its contiguous base with the block turned, never copied
+    flip = x.ndim == 2 and not x.is_contiguous() and x.t().is_contiguous()
+    base = x.t() if flip else x.contiguous()
+    bblock = block[::-1] if flip else block
+    v, axes = _view(base, bblock)
+    nb, nbb = num_blocks(shape, block), num_blocks(tuple(base.shape), bblock)
+    amax_b = _block_amax(v, axes).reshape(nbb).cpu().numpy() + np.float32(0.0)  # + 0: -0.0 becomes 0.0
+    amax32 = amax_b.T if flip else amax_b
     if not np.isfinite(amax32).all():
         return None
     amax = amax32.astype(np.float64)
@@ -116,13 +132,15 @@ def quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any = None) -> QTe
     if x.device.type != "cpu":
         s_x = s_x.to(x.device)
     bshape: list[int] = []
-    for n, b in zip(nb, block):
+    for n, b in zip(nbb, bblock):
         bshape += [n] if b == 1 else [n, 1]
-    t = v / s_x.reshape(bshape)
+    t = v / (s_x.t() if flip else s_x).reshape(bshape)
     n_sat = int(saturated.sum())
     if n_sat:
         t.clamp_(-fmt.max, fmt.max)
-    codes = t.reshape(shape).to(dtype).view(torch.uint8)
+    codes = t.reshape(base.shape).to(dtype).view(torch.uint8)
+    if flip:
+        codes = codes.t()
     info = {"amax": float(amax.max()), "nonfinite_blocks": 0, "saturated_blocks": n_sat, "overflow": bool(n_sat)}
     info.update(ss.info)
     q = QTensor(codes, s_x, fmt, scaling=recipe, block=block, scale_format=ss.scale_format,

@@ -25,7 +25,7 @@ import numpy as np
 from .config import TrainConfig
 from .data import SOURCE, load_shakespeare
 
-__all__ = ["train", "versions"]
+__all__ = ["train", "Run", "versions"]
 
 
 def versions() -> dict[str, str]:
@@ -82,8 +82,7 @@ def train(recipe: Any = "fp32", config: TrainConfig | None = None, *,
     ...
     ValueError: unknown training recipe 'nope'; known: fp32, bf16, fp16, fp8-tensorwise-delayed, fp8-tensorwise-current, fp8-rowwise, fp8-blockwise, mxfp8, fp8-unscaled, fp16-no-loss-scaling, fp8-e4m3-grads-unscaled, fp8-acc14-no-promotion, fp8-dgrad-128x128
     """
-    from ..nn import Fp8Linear, LinearRecipe, convert
-    from ..nn.gpt import GPT, GPTConfig
+    from ..nn import LinearRecipe
 
     recipe = LinearRecipe.from_name(recipe)
     cfg = TrainConfig() if config is None else config
@@ -101,47 +100,79 @@ def train(recipe: Any = "fp32", config: TrainConfig | None = None, *,
         torch.set_num_threads(before)
 
 
+class Run:
+    """One run's state, owned in one place: the corpus, the converted model, its optimizer and loss scaler, the batch RNG.
+
+    :func:`train` drives one; ``bench/train_step_time.py`` steps several in turn, so that a changing
+    machine load slows all recipes alike. Building one seeds torch with ``cfg.seed`` (the model's
+    initialisation), exactly as :func:`train` does.
+
+    >>> from fp8lab.nn import LinearRecipe
+    >>> r = Run(LinearRecipe.from_name("fp32"), TrainConfig(n_layer=1, n_embd=32, n_head=2, block_size=16, batch_size=2))
+    >>> loss, applied, seconds = r.step(0); applied, float(loss) > 0
+    (True, True)
+    """
+
+    def __init__(self, recipe: Any, cfg: TrainConfig) -> None:
+        import torch
+
+        from ..nn import Fp8Linear, convert
+        from ..nn.gpt import GPT, GPTConfig
+        from ..scaling import LossScaler
+
+        self.recipe, self.cfg = recipe, cfg
+        self.corpus = load_shakespeare()
+        torch.manual_seed(cfg.seed)
+        self.gpt_config = GPTConfig(vocab_size=self.corpus.vocab_size, block_size=cfg.block_size, n_layer=cfg.n_layer,
+                                    n_head=cfg.n_head, n_embd=cfg.n_embd)
+        self.model = GPT(self.gpt_config)
+        self.report = convert(self.model, recipe)
+        self.layers = {n: m for n, m in self.model.named_modules() if isinstance(m, Fp8Linear)}
+        self.opt = _optimizer(self.model, cfg)
+        self.scaler = LossScaler() if recipe.loss_scaling else None
+        self.batches = torch.Generator().manual_seed(cfg.seed)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+
+    def step(self, step: int) -> tuple[Any, bool, float]:
+        """Optimizer step number ``step`` (it sets the learning rate): (the loss tensor, whether applied, seconds).
+
+        A step is not applied when the loss scaler finds an overflow (it lowers the scale instead).
+        """
+        import torch
+
+        cfg, opt, scaler, params = self.cfg, self.opt, self.scaler, self.params
+        t0 = time.perf_counter()
+        for group in opt.param_groups:
+            group["lr"] = cfg.lr_at(step)
+        x, y = self.corpus.batch("train", cfg.batch_size, cfg.block_size, self.batches)
+        _, loss = self.model(x, y)
+        opt.zero_grad(set_to_none=True)
+        (scaler.scale_loss(loss) if scaler else loss).backward()
+        ok = True
+        if scaler is not None:
+            ok = scaler.step([p.grad for p in params])
+        if ok:
+            torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+            opt.step()
+        return loss, ok, time.perf_counter() - t0
+
+
 def _train(recipe, cfg: TrainConfig, progress) -> dict[str, Any]:
     """The run itself (see :func:`train`)."""
     import torch
 
-    from ..nn import Fp8Linear, convert
-    from ..nn.gpt import GPT, GPTConfig
-    from ..scaling import LossScaler
-
-    corpus = load_shakespeare()
-    torch.manual_seed(cfg.seed)
-    gcfg = GPTConfig(vocab_size=corpus.vocab_size, block_size=cfg.block_size, n_layer=cfg.n_layer,
-                     n_head=cfg.n_head, n_embd=cfg.n_embd)
-    model = GPT(gcfg)
-    report = convert(model, recipe)
-    layers = {n: m for n, m in model.named_modules() if isinstance(m, Fp8Linear)}
-    opt = _optimizer(model, cfg)
-    scaler = LossScaler() if recipe.loss_scaling else None
-    batches = torch.Generator().manual_seed(cfg.seed)
-    params = [p for p in model.parameters() if p.requires_grad]
+    run = Run(recipe, cfg)
+    corpus, model, layers, scaler, report, gcfg = run.corpus, run.model, run.layers, run.scaler, run.report, run.gpt_config
 
     hist: dict[str, dict[str, Any]] = {n: {"amax": {}, "scale": {}, "underflow": [], "overflow": []} for n in layers}
     losses, times, underflow, overflow, loss_scale, vals = [], [], [], [], [], []
     skipped, diverged = 0, False
     t_start = time.perf_counter()
     for step in range(cfg.steps):
-        t0 = time.perf_counter()
-        for group in opt.param_groups:
-            group["lr"] = cfg.lr_at(step)
-        x, y = corpus.batch("train", cfg.batch_size, cfg.block_size, batches)
-        _, loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        (scaler.scale_loss(loss) if scaler else loss).backward()
-        ok = True
         if scaler is not None:
-            loss_scale.append(scaler.scale)
-            ok = scaler.step([p.grad for p in params])
-            skipped += not ok
-        if ok:
-            torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-            opt.step()
-        dt = time.perf_counter() - t0
+            loss_scale.append(scaler.scale)  # the scale this step's loss is multiplied by
+        loss, ok, dt = run.step(step)
+        skipped += not ok
         lv = float(loss.detach())
         losses.append(lv)
         times.append(dt)
