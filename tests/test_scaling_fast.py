@@ -238,3 +238,62 @@ def test_the_history_s_running_max_is_max_of_the_window(history_len, amaxes):
         if i == len(amaxes) // 2:
             h.reset()
             assert h.largest() is None
+
+
+def _reference_mx_exponents(amax, fmt, scale_rounding):
+    """mx_scale_exponents as first written (int64 fields, np.where everywhere): the oracle for the shortcuts."""
+    from fp8lab.scaling.mx import emax_elem
+    from fp8lab.scaling.scales import E8M0_MAX_EXP, E8M0_MIN_EXP
+    amax = np.asarray(amax, dtype=np.float64)
+    zero = ~(amax > 0)
+    a = np.where(zero, 1.0, amax)
+    emax = emax_elem(fmt)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if scale_rounding == "floor":
+            k = np.frexp(a)[1] - 1 - emax
+        elif scale_rounding == "ceil":
+            m, e = np.frexp(a / float(fmt.max))
+            k = np.where(m == 0.5, e - 1, e)
+        elif scale_rounding == "rceil":
+            descale = a.astype(np.float32) * np.float32(1.0 / float(fmt.max))
+            bits = descale.view(np.int32).astype(np.int64)
+            biased = (bits >> 23) & 0xFF
+            mant = bits & 0x7FFFFF
+            k = biased + np.where(biased == 0, mant > 0x400000, mant != 0) - 127
+        else:
+            bits = a.astype(np.float32).view(np.int32).astype(np.int64)
+            if fmt.mantissa_bits < 23:
+                bits = bits + (1 << (23 - fmt.mantissa_bits - 1))
+            k = ((bits >> 23) & 0xFF) - 127 - emax
+    k = np.where(zero, E8M0_MIN_EXP, k)
+    return np.clip(k, E8M0_MIN_EXP, E8M0_MAX_EXP).astype(np.int64)
+
+
+def _amax_sweep():
+    """Every float32 exponent with edge mantissas (around the subnormal rounding point too), zeros, NaN, float64 extremes."""
+    mants = np.array([0, 1, 0x3FFFFF, 0x400000, 0x400001, 0x7FFFFE, 0x7FFFFF, 0x123456], np.uint32)
+    exps = np.arange(0, 255, dtype=np.uint32)
+    f32 = ((exps[:, None] << 23) | mants[None, :]).reshape(-1).view(np.float32).astype(np.float64)
+    extra = np.array([0.0, -0.0, np.nan, np.inf, 1e-50, 1e-300, 3.5e38, 1e300, 448.0, 447.99, 57344.0, 6.0])
+    return np.concatenate([f32, extra])
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2", "fp4", "fp6_e2m3", "fp6_e3m2"])
+@pytest.mark.parametrize("rounding", ["floor", "ceil", "rceil", "even"])
+def test_mx_scale_exponents_and_scales_equal_the_first_written_rule(fmt, rounding):
+    from fp8lab.scaling.mx import mx_scale_exponents
+    f = fl.get_format(fmt)
+    amax = _amax_sweep()
+    for a in (amax, amax[amax > 0], amax[:1], amax.reshape(-1, 4)[:40]):  # with and without zero/NaN blocks
+        with np.errstate(over="ignore", invalid="ignore"):
+            want = _reference_mx_exponents(a, f, rounding)
+            got = mx_scale_exponents(a, f, rounding)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+    a = np.ldexp(1.0, np.arange(-149, 128)) * 1.5  # amaxes whose scales span the E8M0 range
+    a = a[a < 3.4e38]
+    ss = MXScaling(scale_rounding=rounding).compute_scales(a, f)
+    k = mx_scale_exponents(a, f, rounding)
+    assert k.min() == -127 and k.max() >= 100
+    want_scales = np.ldexp(np.float32(1.0), k.astype(np.int32)).astype(np.float32)
+    assert ss.scales.dtype == np.float32 and np.array_equal(ss.scales.view(np.uint32), want_scales.view(np.uint32))
+    assert np.array_equal(ss.info["scale_codes"], fl.encode(want_scales, "e8m0"))

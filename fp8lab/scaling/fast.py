@@ -69,14 +69,12 @@ def _cast_dtype(fmt: Format, device_type: str):
 
 
 def _block_amax(v, axes: tuple[int, ...]):
-    """Largest magnitude of each block of the blocked view ``v``: max(max, -min), reading ``v`` without a temporary."""
+    """Largest magnitude of each block of the blocked view ``v`` (one tensor-wide block: max(max, -min), no temporary)."""
     if not axes:
         return v.abs()
     if all(n == 1 for i, n in enumerate(v.shape) if i not in axes):  # one block: the whole tensor
-        lo, hi = torch.aminmax(v)
-    else:
-        lo, hi = torch.amin(v, dim=axes), torch.amax(v, dim=axes)
-    return torch.maximum(hi, lo.neg_())
+        return torch.maximum(torch.amax(v, dim=axes), torch.amin(v, dim=axes).neg_())
+    return torch.amax(v.abs(), dim=axes)  # short blocks: one reduction of |v| beats two of v (measured)
 
 
 def quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any = None) -> QTensor | None:

@@ -43,6 +43,8 @@ from .blocks import axis_block
 from ..validation import check_int
 from .scales import E8M0_MAX_EXP, E8M0_MIN_EXP
 
+_F32_MAX = float(np.finfo(np.float32).max)
+
 __all__ = ["MXScaling", "mx_scale_exponents", "emax_elem", "SCALE_ROUNDINGS"]
 
 #: The MX scale rounding rules, with what each one does.
@@ -76,7 +78,8 @@ def mx_scale_exponents(amax: np.ndarray, fmt: Format, scale_rounding: str = "flo
         raise ValueError(f"unknown scale_rounding {scale_rounding!r}; use one of {sorted(SCALE_ROUNDINGS)}")
     amax = np.asarray(amax, dtype=np.float64)
     zero = ~(amax > 0)
-    a = np.where(zero, 1.0, amax)
+    any_zero = bool(zero.any())
+    a = np.where(zero, 1.0, amax) if any_zero else amax
     emax = emax_elem(fmt)
     if scale_rounding == "floor":
         k = np.frexp(a)[1] - 1 - emax
@@ -84,19 +87,22 @@ def mx_scale_exponents(amax: np.ndarray, fmt: Format, scale_rounding: str = "flo
         m, e = np.frexp(a / float(fmt.max))
         k = np.where(m == 0.5, e - 1, e)
     elif scale_rounding == "rceil":
-        descale = a.astype(np.float32) * np.float32(1.0 / float(fmt.max))  # float32 product, as on the GPU
-        bits = descale.view(np.int32).astype(np.int64)
-        biased = (bits >> 23) & 0xFF
-        mant = bits & 0x7FFFFF
-        up = np.where(biased == 0, mant > 0x400000, mant != 0)
-        k = biased + up - 127
+        descale = a.astype(np.float32)
+        descale *= np.float32(1.0 / float(fmt.max))  # float32 product, as on the GPU
+        bits = descale.view(np.int32)  # non-negative: at most inf's 0x7F800000
+        # round up to a power of two: a nonzero mantissa carries into the exponent field
+        k = ((bits + 0x7FFFFF) >> 23) - 127
+        sub = bits < 0x00800000
+        if sub.any():  # a subnormal descale: above 2^-127 rounds up to 2^-126, else 2^-127
+            k = np.where(sub, np.where(bits > 0x00400000, -126, -127), k)
     else:  # even
         m = fmt.mantissa_bits
         bits = a.astype(np.float32).view(np.int32).astype(np.int64)
         if m < 23:
             bits = bits + (1 << (23 - m - 1))
         k = ((bits >> 23) & 0xFF) - 127 - emax
-    k = np.where(zero, E8M0_MIN_EXP, k)
+    if any_zero:
+        k = np.where(zero, E8M0_MIN_EXP, k)
     return np.clip(k, E8M0_MIN_EXP, E8M0_MAX_EXP).astype(np.int64)
 
 
@@ -160,11 +166,12 @@ class MXScaling(Recipe):
         [127]
         """
         a = np.asarray(amax, dtype=np.float64)
-        if np.any(np.isfinite(a) & (a > np.finfo(np.float32).max)):  # only float64 input beyond float32 gets here
+        if not (a <= _F32_MAX).all() and np.any(np.isfinite(a) & (a > _F32_MAX)):  # only float64 input beyond float32
             raise ValueError(f"amax {float(a[np.isfinite(a)].max()):.4g} is beyond float32's range, from which OCP MX "
                              "takes its elements (and rceil/even compute their scales); scale the input down first")
         k = mx_scale_exponents(amax, fmt, self.scale_rounding)
-        scales = np.ldexp(np.float32(1.0), k.astype(np.int32)).astype(np.float32)
+        # 2^k as float32 bits: the biased exponent k + 127 in place, or 2^-127's subnormal pattern
+        scales = np.where(k == E8M0_MIN_EXP, 0x00400000, (k + 127) << 23).astype(np.uint32).view(np.float32)
         # E8M0's code of 2^k is k + bias (k is clipped to the codes of finite scales); tests check it equals encode()
         codes = (k + get_format("e8m0").bias).astype(np.uint8)
         return ScaleSet(scales, "e8m0", info={"scale_codes": codes})
