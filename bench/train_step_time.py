@@ -7,7 +7,10 @@ round, and a recipe's time in that round is divided by fp32's. A load change slo
 so the median of the per-round ratios is steadier than a ratio of medians taken minutes apart. The first
 --warmup rounds are dropped. Wall-clock and CPU time are both recorded; the ratios quoted are wall-clock.
 
-    python bench/train_step_time.py [--rounds 24] [--warmup 3]
+    python bench/train_step_time.py [--rounds 24] [--warmup 3] [--repeats 3]
+
+With --repeats R the whole measurement runs R times (fresh runs each time); the ratios recorded are the
+median over the repeats, and each repeat's own ratios are kept under "repeats".
 """
 
 import argparse
@@ -66,18 +69,28 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=24)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    if not 0 <= args.warmup < args.rounds:
-        ap.error("need 0 <= --warmup < --rounds")
+    if not 0 <= args.warmup < args.rounds or args.repeats < 1:
+        ap.error("need 0 <= --warmup < --rounds and --repeats >= 1")
     load_before = os.getloadavg()
-    m = measure(args.rounds, args.warmup)
+    reps = []
+    for r in range(args.repeats):
+        reps.append(measure(args.rounds, args.warmup))
+        print(f"repeat {r + 1}/{args.repeats}:", json.dumps({n: round(v, 2) for n, v in reps[-1]["vs_fp32"].items()}), flush=True)
     load_after = os.getloadavg()
-    print(json.dumps({n: round(v, 2) for n, v in m["vs_fp32"].items()}))
+    m = {key: {n: float(np.median([rep[key][n] for rep in reps])) for n in reps[0][key]}
+         for key in ("vs_fp32", "cpu_vs_fp32", "median_step_s", "median_cpu_step_s")}
+    m["rounds_timed"] = reps[0]["rounds_timed"]
+    m["repeats"] = [rep["vs_fp32"] for rep in reps]
+    print("median over repeats:", json.dumps({n: round(v, 2) for n, v in m["vs_fp32"].items()}))
     rec = json.loads(RESULTS.read_text())
-    rec["step_time_check"] = {"command": f"python bench/train_step_time.py --rounds {args.rounds} --warmup {args.warmup}",
+    rec["step_time_check"] = {"command": f"python bench/train_step_time.py --rounds {args.rounds} --warmup {args.warmup} "
+                                         f"--repeats {args.repeats}",
                               **m, "load_average_before_after": [load_before, load_after], "commit": _commit(),
                               "method": "all recipes stepped in turn (order rotating), one thread; median over rounds "
-                                        "of each recipe's wall-clock step time divided by fp32's in the same round",
+                                        "of each recipe's wall-clock step time divided by fp32's in the same round; "
+                                        "median of that over the repeats",
                               "note": "measured with nothing else running on the machine (load averages recorded); "
                                       "use these ratios, not the long run's"}
     RESULTS.write_text(json.dumps(rec, indent=1))
