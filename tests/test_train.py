@@ -167,7 +167,15 @@ def test_the_readme_training_prose_quotes_the_recorded_run_and_the_memory_model(
             f"(`fp8-blockwise` {t['fp8-blockwise']:.2f}x, `fp8-dgrad-128x128` {t['fp8-dgrad-128x128']:.2f}x, "
             f"`fp8-acc14-no-promotion` {t['fp8-acc14-no-promotion']:.2f}x)",
             f"({min(t[n] for n in exact):.2f}x to {max(t[n] for n in exact):.2f}x)",
-            f"({rec['step_time_check']['median_step_s']['fp32'] * 1e3:.0f} ms)"]
+            f"FP32 step of {rec['step_time_check']['median_step_s']['fp32'] * 1e3:.0f} ms"]
+    check = rec["step_time_check"]
+    per_tensor = ["fp8-tensorwise-current", "fp8-tensorwise-delayed"]
+    single = [rep[n] for rep in check["repeats"] for n in per_tensor]
+    want += [f"`fp8-tensorwise-current` {t['fp8-tensorwise-current']:.2f}x, `fp8-tensorwise-delayed` "
+             f"{t['fp8-tensorwise-delayed']:.2f}x; single repeats {min(single):.2f}x to {max(single):.2f}x)",
+             f"`fp8-rowwise` ({t['fp8-rowwise']:.2f}x) and `mxfp8` ({t['mxfp8']:.2f}x)",
+             f"`{check['command']}`", f"the median over {check['rounds_timed']} rounds, then over the "
+             f"{len(check['repeats'])} repeats", f"all {len(t)} stepped in turn"]
     mem = {n: recipe_memory(n, "llama-2-7b") for n in ("fp32", "bf16", "fp8-tensorwise-delayed", "fp8-blockwise",
                                                        "fp8-rowwise", "mxfp8")}
     want += [f"`fp32` {mem['fp32'].total_bytes / 1e9:.2f} GB", f"`bf16` {mem['bf16'].total_bytes / 1e9:.2f} GB",
