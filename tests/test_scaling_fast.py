@@ -210,11 +210,12 @@ def test_float_scales_shortcuts_give_the_formula_s_bits_and_errors():
                     try:
                         want = _reference_float_scales(a, fmt_max, margin, pow2)
                     except ValueError:
-                        with pytest.raises(ValueError):
+                        with pytest.raises(ValueError), np.errstate(over="ignore"):
                             float_scales(a, fmt_max, margin=margin, pow2=pow2)
                         raised += 1
                         continue
-                    got = float_scales(a, fmt_max, margin=margin, pow2=pow2)
+                    with np.errstate(over="ignore"):  # amax 1e300 with margin 140 overflows float64 on the way
+                        got = float_scales(a, fmt_max, margin=margin, pow2=pow2)
                     assert got.dtype == np.float32 and got.shape == want.shape
                     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (a, fmt_max, margin, pow2)
                     checked += 1

@@ -4,7 +4,8 @@ The general path (``block_stats`` -> ``compute_scales`` -> ``finalize``) handles
 to whole blocks, inf and NaN, float64 inputs, zero points, every codec path. Training quantizes
 three to six finite float32 matrices per layer and step, where its fixed cost (about a hundred
 small operations) outweighs the arithmetic. For the common case this module computes the same
-QTensor with one reduction, one division, an optional clamp and torch's cast:
+QTensor with the blocks' amax reductions, one division, an optional clamp and torch's cast (a
+transposed matrix is worked in its own memory layout, so its codes come back as a transposed view):
 
 - the recipe is one of :class:`TensorScaling`, :class:`AxisScaling`, :class:`BlockScaling`,
   :class:`MXScaling` or :class:`DelayedScaling` (exactly these classes: a subclass may change a rule);
