@@ -9,14 +9,14 @@ Importing this package is light (no torch); :func:`train` imports torch when it 
 
 from .config import TrainConfig
 
-__all__ = ["TrainConfig", "train", "load_shakespeare"]
+__all__ = ["TrainConfig", "train", "Run", "load_shakespeare"]
 
 
 def __getattr__(name: str):
-    if name == "train":
-        from .loop import train
+    if name in ("train", "Run"):
+        from . import loop
 
-        return train
+        return getattr(loop, name)
     if name == "load_shakespeare":
         from .data import load_shakespeare
 
