@@ -11,8 +11,7 @@ is the fastest decode of a torch tensor on the CPU. Two kinds of format qualify:
   is then ``2**(E - 15) * 1.M * 2**(15 - bias)`` and a subnormal one ``2**-14 * 0.M * 2**(15 - bias)``:
   both exact (a power-of-two multiply of a value float32 holds). The exponent never reaches
   half's inf/NaN field (at most 15 of 31), so the format's own special codes read as numbers beyond
-  ``max`` and are patched only when one is present (:func:`fp8lab.codec.shift.patch_specials`); a
-  NaN at the negative-zero code (fnuz) reads as -0.0 and is patched the same way.
+  ``max`` (or, fnuz's NaN, as -0.0) and are patched by :func:`fp8lab.codec.shift.patch_specials`.
 
 On the CPU this beats numpy's table look-up and the int32 shift of :mod:`fp8lab.codec.shift` (which
 meets float32 denormals for subnormal codes); ``bench/codec.py`` measures it (its ``dec torch`` column).
@@ -79,9 +78,6 @@ def decode_half_torch(codes, fmt: FloatFormat, out=None):
         h = codes.view(torch.int8).to(torch.int16)  # sign-extended: bits 15..7 copy the sign
         h.bitwise_left_shift_(shift)
         h.bitwise_and_(_INT16_MIN | (fmt.magnitude_mask << shift))  # the sign in bit 15, the fields below it
-        neg_zero = None
-        if fmt.is_nan_code(fmt.sign_mask) and h.numel() and int(h.min()) == _INT16_MIN:
-            neg_zero = h == _INT16_MIN  # fnuz: the negative-zero code is NaN
     elif codes.dtype == torch.uint8:
         h = codes.to(torch.int16) << (16 - fmt.bits)
     elif fmt.bits == 16:
@@ -98,6 +94,4 @@ def decode_half_torch(codes, fmt: FloatFormat, out=None):
         return res
     if fmt.bias != 15:
         res.mul_(math.ldexp(1.0, 15 - fmt.bias))
-    if neg_zero is not None:
-        res.masked_fill_(neg_zero.reshape(res.shape), math.nan)
     return patch_specials(res, codes.reshape(res.shape), fmt)

@@ -62,26 +62,28 @@ def shift_decode(codes, fmt: FloatFormat, out=None):
         x.copy_(codes.view(torch.int8))
     x.bitwise_left_shift_(shift)
     x.bitwise_and_(_INT32_MIN | field)                 # keep the sign in bit 31 and the fields below
-    nan_at_negative_zero = bool(fmt.is_nan_code(fmt.sign_mask)) and x.numel() and int(x.min()) == _INT32_MIN
-    if nan_at_negative_zero:
-        negative_zero_code = x == _INT32_MIN
     values = x.view(torch.float32)
     values.mul_(math.ldexp(1.0, 127 - fmt.bias))      # rebias: exact for normal and subnormal codes
-    if nan_at_negative_zero:
-        values.masked_fill_(negative_zero_code, math.nan)
     return patch_specials(values, codes, fmt)
 
 
 def patch_specials(values, codes, fmt: FloatFormat):
-    """``values`` with the inf and NaN codes of ``fmt`` among ``codes`` set to inf and NaN (torch).
+    """``values`` with the inf and NaN codes of ``fmt`` among ``codes`` (same shape) set to inf and NaN (torch).
 
     A decode that moves bits reads such codes as numbers beyond ``max`` (their magnitudes are the
-    largest), so only when one is present does this cost more than one min/max pass.
+    largest), so only when one is present does this cost more than one min/max pass; a NaN at the
+    negative-zero code (fnuz) reads as -0.0 and is found on the codes.
 
     >>> from fp8lab.registry import get_format
     >>> patch_specials(torch.tensor([1.0, 480.0]), torch.tensor([0x38, 0x7F], dtype=torch.uint8), get_format("e4m3")).tolist()
     [1.0, nan]
+    >>> patch_specials(torch.tensor([1.0, -0.0]), torch.tensor([0x40, 0x80], dtype=torch.uint8), get_format("e4m3fnuz")).tolist()
+    [1.0, nan]
     """
+    if fmt.is_nan_code(fmt.sign_mask) and values.numel():  # fnuz: the negative-zero code is NaN
+        negative_zero = codes == fmt.sign_mask
+        if bool(negative_zero.any()):
+            values.masked_fill_(negative_zero, math.nan)
     if fmt.max_code < fmt.magnitude_mask and values.numel():  # some magnitudes are inf or NaN codes
         lo, hi = torch.aminmax(values)
         if float(hi) > fmt.max or float(lo) < -fmt.max:      # such a code is present: patch it
