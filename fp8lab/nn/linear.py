@@ -47,7 +47,6 @@ from ..gemm.emulated import exact_values
 from ..formats import Format
 from ..qtensor import QTensor
 from ..scaling import quantize_tensor
-from ..scaling.fast import quantize_fast
 from .recipe import ROLES, LinearRecipe, TensorQuant
 
 __all__ = ["Fp8Linear", "LayerState"]
@@ -97,13 +96,13 @@ def _same_turned(tq: TensorQuant, shape: tuple[int, int]) -> bool:
 
 
 def _gemm(a: Any, b: Any, acc: Accumulator, *, va: Any = None, vb: Any = None) -> torch.Tensor:
-    """``a @ b`` through ``scaled_matmul`` when both are QTensors, else an FP32 matmul of the (dequantized) values.
+    """``a @ b`` through the emulated GEMM when both are QTensors, else an FP32 matmul of the (dequantized) values.
 
-    ``va``/``vb``: an operand's decoded values, when the caller keeps them for another GEMM (exact
-    accumulation only; the result is ``scaled_matmul``'s, bit for bit).
+    With exact accumulation it calls what ``scaled_matmul`` runs (emulated, FP32 out) directly, so that
+    ``va``/``vb``, an operand's values the caller decoded once for two GEMMs, can be handed in.
     """
     if isinstance(a, QTensor) and isinstance(b, QTensor):
-        if acc.exact:  # scaled_matmul's default (emulated, FP32 out) path, without its argument parsing
+        if acc.exact:
             return exact_values(prepare(a, b), va=va, vb=vb)
         return scaled_matmul(a, b, accumulator=acc)
     a = a.dequantize() if isinstance(a, QTensor) else a
@@ -262,10 +261,7 @@ class Fp8Linear(torch.nn.Linear):
             state = getattr(self.state, role)
             if state is not None and not (getattr(self, "_advance", True) or role == "grad_output"):
                 state = copy.deepcopy(state)  # evaluation reads the history without advancing it
-            # the recipe checked format and rule when it was built: the fast path directly, else quantize_tensor
-            q = quantize_fast(src, tq.format, tq.scaling, state) if src.dtype == torch.float32 else None
-            if q is None:
-                q = quantize_tensor(src, tq.format, tq.scaling, state=state)
+            q = quantize_tensor(src, tq.format, tq.scaling, state=state)
             amax, saturated = q.info.amax, q.info.saturated_blocks
         if axis == 0 and not turned:
             q = q.transpose()

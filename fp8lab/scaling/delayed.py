@@ -60,7 +60,6 @@ class AmaxHistory:
     def __init__(self, history_len: int = 1024) -> None:
         self.history_len = check_int("AmaxHistory", "history_len", history_len, minimum=1)
         self._amax: deque[float] = deque(maxlen=self.history_len)
-        self._largest: float | None = None  # max(self._amax), kept up to date by push (None: recompute)
         self.scale: float = 1.0  #: the dequantisation multiplier of the last call (TE starts from 1)
         self.steps: int = 0
 
@@ -70,32 +69,8 @@ class AmaxHistory:
         >>> h = AmaxHistory(); h.push(2.0); h.steps
         1
         """
-        a = float(amax)
-        evicted = self._amax[0] if len(self._amax) == self.history_len else None
-        self._amax.append(a)
+        self._amax.append(float(amax))
         self.steps += 1
-        if self._largest is not None:
-            # the window's max moves only if the oldest amax leaving it was the max (or a NaN compares oddly)
-            self._largest = None if (evicted is not None and not evicted < self._largest) or a != a \
-                else max(self._largest, a)
-
-    def largest(self) -> float | None:
-        """``max(self.amaxes)`` (None while empty), without walking the whole window each step.
-
-        >>> h = AmaxHistory(2); h.push(3.0); h.push(5.0); h.push(1.0); h.largest()
-        5.0
-        """
-        if self._largest is None and self._amax:
-            self._largest = max(self._amax)
-        return self._largest
-
-    def latest(self) -> float | None:
-        """The most recent amax (None while empty).
-
-        >>> h = AmaxHistory(); h.push(3.0); h.push(2.0); h.latest()
-        2.0
-        """
-        return self._amax[-1] if self._amax else None
 
     @property
     def amaxes(self) -> tuple[float, ...]:
@@ -116,7 +91,6 @@ class AmaxHistory:
         ((), 1.0)
         """
         self._amax.clear()
-        self._largest = None
         self.scale = 1.0
         self.steps = 0
 
@@ -219,8 +193,10 @@ class DelayedScaling(Recipe):
         >>> r = DelayedScaling(); r.state.push(3.0); r.state.push(2.0); r.amax_from_history()
         3.0
         """
-        st = self._resolve(state)
-        return st.largest() if self.algo == "max" else st.latest()
+        h = self._resolve(state)._amax
+        if not h:
+            return None
+        return max(h) if self.algo == "max" else h[-1]
 
     def reset(self, state: AmaxHistory | None = None) -> None:
         """Forget the history (the object's own, or ``state``); the next call uses scale 1.
@@ -245,9 +221,10 @@ class DelayedScaling(Recipe):
         >>> r = DelayedScaling(margin=1); r.state.push(224.0); r.next_scale("e4m3")
         1.0
         """
-        fmt = get_format(fmt)
         st = self._resolve(state)
-        amax_h = self.amax_from_history(st)
+        return self._scale_for(self.amax_from_history(st), get_format(fmt), st)
+
+    def _scale_for(self, amax_h: float | None, fmt: Format, st: AmaxHistory) -> float:
         if amax_h is None or not amax_h > 0:
             return st.scale
         return float(float_scales(np.array([amax_h]), fmt.max, margin=int(self.margin), pow2=self.pow2)[0])
@@ -260,9 +237,9 @@ class DelayedScaling(Recipe):
         [[2.0]]
         """
         st = self._resolve(state)
-        s = self.next_scale(fmt, st)
-        return ScaleSet(np.full(np.shape(amax), s, dtype=np.float32), "e8m0" if self.pow2 else "float32",
-                        info={"amax_used": self.amax_from_history(st), "step": st.steps})
+        amax_h = self.amax_from_history(st)  # one pass over the history serves the scale and the report
+        return ScaleSet(np.full(np.shape(amax), self._scale_for(amax_h, fmt, st), dtype=np.float32),
+                        "e8m0" if self.pow2 else "float32", info={"amax_used": amax_h, "step": st.steps})
 
     def quantize(self, x: Any, fmt: "Format | str", state: AmaxHistory | None = None) -> QTensor:
         """Cast with the history's scale, then record this tensor's amax in the history.

@@ -75,7 +75,7 @@ def _block_amax(v, axes: tuple[int, ...]):
         return v.abs()
     if all(n == 1 for i, n in enumerate(v.shape) if i not in axes):  # one block: the whole tensor
         return torch.maximum(torch.amax(v, dim=axes), torch.amin(v, dim=axes).neg_())
-    return torch.amax(v.abs(), dim=axes)  # short blocks: one reduction of |v| beats two of v (measured)
+    return torch.amax(v.abs(), dim=axes)  # short blocks: torch reduces |v| once faster than v twice
 
 
 def quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any = None) -> QTensor | None:

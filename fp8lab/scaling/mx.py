@@ -43,8 +43,6 @@ from .blocks import axis_block
 from ..validation import check_int
 from .scales import E8M0_MAX_EXP, E8M0_MIN_EXP
 
-_F32_MAX = float(np.finfo(np.float32).max)
-
 __all__ = ["MXScaling", "mx_scale_exponents", "emax_elem", "SCALE_ROUNDINGS"]
 
 #: The MX scale rounding rules, with what each one does.
@@ -166,7 +164,7 @@ class MXScaling(Recipe):
         [127]
         """
         a = np.asarray(amax, dtype=np.float64)
-        if not (a <= _F32_MAX).all() and np.any(np.isfinite(a) & (a > _F32_MAX)):  # only float64 input beyond float32
+        if np.any(np.isfinite(a) & (a > np.finfo(np.float32).max)):  # only float64 input beyond float32 gets here
             raise ValueError(f"amax {float(a[np.isfinite(a)].max()):.4g} is beyond float32's range, from which OCP MX "
                              "takes its elements (and rceil/even compute their scales); scale the input down first")
         k = mx_scale_exponents(amax, fmt, self.scale_rounding)
