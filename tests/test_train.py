@@ -123,15 +123,19 @@ def test_controls_show_their_failure_mode(short_runs):
         assert _drop(short_runs[name]) > 0.5 * _drop(short_runs["fp32"]), name
 
 
+def _recorded_run():
+    """bench/results/train.json, the recorded 2000-step run and its step-time check."""
+    from pathlib import Path
+    return json.loads((Path(__file__).resolve().parents[1] / "bench" / "results" / "train.json").read_text())
+
+
 def test_the_readme_training_table_is_the_recorded_run():
     """Every row of the README's training table matches bench/results/train.json (values and step-time check)."""
-    import json
     import re
     from pathlib import Path
-    root = Path(__file__).resolve().parents[1]
-    rec = json.loads((root / "bench" / "results" / "train.json").read_text())
+    rec = _recorded_run()
     times = rec["step_time_check"]["vs_fp32"]
-    readme = (root / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     found = {}
     for m in re.finditer(r"^\| `([a-z0-9-]+)`(?: \(control\))? \| ([0-9.]+) \| ([^|]*) \| ([0-9.]+)x \| ([0-9.]+) \|$", readme, re.M):
         found[m.group(1)] = m.groups()[1:]
@@ -146,12 +150,10 @@ def test_the_readme_training_table_is_the_recorded_run():
 
 def test_the_readme_training_prose_quotes_the_recorded_run_and_the_memory_model():
     """The numbers in the README's training paragraphs come from the JSON and from fp8lab.train.memory."""
-    import json
     from pathlib import Path
     from fp8lab.train.memory import recipe_memory
-    root = Path(__file__).resolve().parents[1]
-    rec = json.loads((root / "bench" / "results" / "train.json").read_text())
-    readme = (root / "README.md").read_text()
+    rec = _recorded_run()
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     rows = {r["recipe"]: r for r in rec["rows"]}
     t = rec["step_time_check"]["vs_fp32"]
     fp32 = rows["fp32"]["final_val_loss"]
@@ -175,7 +177,8 @@ def test_the_readme_training_prose_quotes_the_recorded_run_and_the_memory_model(
              f"{t['fp8-tensorwise-delayed']:.2f}x; single repeats {min(single):.2f}x to {max(single):.2f}x)",
              f"`fp8-rowwise` ({t['fp8-rowwise']:.2f}x) and `mxfp8` ({t['mxfp8']:.2f}x)",
              f"`{check['command']}`", f"the median over {check['rounds_timed']} rounds, then over the "
-             f"{len(check['repeats'])} repeats", f"all {len(t)} stepped in turn"]
+             f"{len(check['repeats'])} repeats", f"all {len(t)} stepped in turn",
+             "first loss, and the step-250 train and validation losses of `fp8-tensorwise-delayed` and `mxfp8`"]
     mem = {n: recipe_memory(n, "llama-2-7b") for n in ("fp32", "bf16", "fp8-tensorwise-delayed", "fp8-blockwise",
                                                        "fp8-rowwise", "mxfp8")}
     want += [f"`fp32` {mem['fp32'].total_bytes / 1e9:.2f} GB", f"`bf16` {mem['bf16'].total_bytes / 1e9:.2f} GB",
@@ -187,12 +190,6 @@ def test_the_readme_training_prose_quotes_the_recorded_run_and_the_memory_model(
     text = " ".join(readme.split())
     missing = [w for w in want if " ".join(w.split()) not in text]
     assert not missing, missing
-
-
-def _recorded_run():
-    import json
-    from pathlib import Path
-    return json.loads((Path(__file__).resolve().parents[1] / "bench" / "results" / "train.json").read_text())
 
 
 def test_every_recipe_s_first_step_is_the_recorded_run_s():
