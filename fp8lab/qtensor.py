@@ -78,7 +78,8 @@ class QuantInfo(Mapping):
             keep = _CORE_KEYS + tuple(k for k in self._names() if k not in _CORE_KEYS and getattr(self, k) is not None)
             object.__setattr__(self, "present", keep)
         else:
-            unknown = set(self.present) - set(self._names())
+            names = self._names()
+            unknown = [k for k in self.present if k not in names]
             if unknown:
                 raise ValueError(f"QuantInfo has no field {sorted(unknown)[0]!r}")
 
@@ -104,7 +105,11 @@ class QuantInfo(Mapping):
 
     @classmethod
     def _names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls) if f.name != "present")
+        names = cls.__dict__.get("_field_names")
+        if names is None:  # computed once per class (dataclasses.fields is slow, and QTensors are made often)
+            names = tuple(f.name for f in fields(cls) if f.name != "present")
+            setattr(cls, "_field_names", names)
+        return names
 
     def replace(self, **changes: Any) -> "QuantInfo":
         """A copy with some fields changed.

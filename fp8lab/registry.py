@@ -85,6 +85,9 @@ def get_format(name: "str | Format") -> Format:
         return name
     if not isinstance(name, str):
         raise TypeError(f"a format is a name (str) or a FloatFormat/IntFormat, got {type(name).__name__}")
+    hit = _BY_NAME.get(name)  # a name already in its normal form (keys are; a registered name never changes format)
+    if hit is not None:
+        return hit
     k = lookup_key(name)
     if k in _BY_NAME:
         return _BY_NAME[k]

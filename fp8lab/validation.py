@@ -135,6 +135,8 @@ def check_block(block: Any, owner: str = "a block", *, allow_empty: bool = False
     ...
     TypeError: QTensor.block is a tuple of positive ints such as (1, 128), got (2.5, 3)
     """
+    if type(block) is tuple and (block or allow_empty) and all(type(v) is int and v >= 1 for v in block):
+        return block  # already what is asked for (the common case, kept cheap)
     try:
         b = tuple(block)
     except TypeError:

@@ -104,3 +104,18 @@ def test_int_formats():
     i8, i4, u8 = (fl.get_format(n) for n in ("int8", "int4", "uint8"))
     assert (i8.min, i8.max, i4.min, i4.max, u8.min, u8.max) == (-128, 127, -8, 7, 0, 255)
     assert i4.values().tolist() == list(range(-8, 8))
+
+
+def test_every_spelling_of_every_registered_name_finds_its_format():
+    """get_format answers a name in its normal form from the table directly: that shortcut must agree with the
+    normalising look-up for every registered name, in every spelling (case, '-', '_', spaces)."""
+    from fp8lab.registry import _BY_NAME
+    from fp8lab.validation import lookup_key
+
+    for key, fmt in _BY_NAME.items():
+        assert lookup_key(key) == key  # the table's keys are normal forms, so the shortcut is the look-up
+        for spelling in (key, key.upper(), key.replace("_", "-"), f"  {key.replace('_', ' ')} ", key.title()):
+            assert fl.get_format(spelling) is fmt, spelling
+    assert fl.get_format("e3m3").max == 15.0  # an unregistered eXmY is still built
+    with pytest.raises(ValueError, match="unknown format"):
+        fl.get_format("e4m3x")

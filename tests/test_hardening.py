@@ -20,6 +20,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fp8lab as fl
 from fp8lab.codec import force_path
@@ -431,3 +433,27 @@ def test_after_first_use_fp8lab_modules_hold_the_real_torch_and_see_monkeypatche
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["LazyModule", "module", "True", "1", "[]"], out.stdout
+
+
+_BLOCK_ENTRY = st.one_of(st.integers(-3, 300), st.booleans(), st.integers(1, 9).map(np.int64),
+                         st.floats(0.5, 4.0), st.just("2"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(entries=st.lists(_BLOCK_ENTRY, max_size=4), as_tuple=st.booleans(), allow_empty=st.booleans())
+def test_check_block_shortcut_agrees_with_its_definition(entries, as_tuple, allow_empty):
+    """check_block returns an already-valid tuple of ints as it is: for any entries (ints of any sign, bools,
+    numpy ints, floats, strings), as a tuple or a list, it gives exactly what its definition says."""
+    from fp8lab.validation import check_block
+
+    block = tuple(entries) if as_tuple else list(entries)
+    ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in entries)
+    if not ints:
+        with pytest.raises(TypeError, match="tuple of positive ints"):
+            check_block(block, allow_empty=allow_empty)
+    elif (not entries and not allow_empty) or any(v < 1 for v in entries):
+        with pytest.raises(ValueError, match="non-empty tuple of positive ints"):
+            check_block(block, allow_empty=allow_empty)
+    else:
+        got = check_block(block, allow_empty=allow_empty)
+        assert got == tuple(int(v) for v in entries) and all(type(v) is int for v in got) and type(got) is tuple

@@ -336,3 +336,28 @@ def test_mx_scale_exponents_and_scales_follow_the_rules(fmt, rounding):
     want_scales = np.ldexp(np.float32(1.0), k.astype(np.int32)).astype(np.float32)
     assert ss.scales.dtype == np.float32 and np.array_equal(ss.scales.view(np.uint32), want_scales.view(np.uint32))
     assert np.array_equal(ss.info["scale_codes"], fl.encode(want_scales, "e8m0"))
+
+
+def test_plans_are_kept_per_recipe_value_shape_and_layout():
+    """The cached block layout belongs to one recipe value, shape and memory layout: recipes of one class that
+    differ only in a field, and a matrix and its transpose, alternate on one shape and each matches the general path."""
+    e4 = fl.get_format("e4m3")
+    x = torch.randn(128, 256, generator=torch.Generator().manual_seed(3)) * 7
+    recipes = [MXScaling(), MXScaling(block_size=16), MXScaling(axis=0), AxisScaling(), AxisScaling(axis=0),
+               BlockScaling((1, 128)), BlockScaling((32, 32)), TensorScaling(), TensorScaling(pow2=True)]
+    for _ in range(2):
+        for recipe in recipes:
+            for src in (x, x.t()):
+                _assert_same(quantize_fast(src, e4, recipe), _general(src, "e4m3", recipe))
+
+
+def test_the_cast_choice_follows_the_codec_paths_in_effect_after_being_cached():
+    """The fast path caches which cast serves a format per state of the forced and disabled codec paths:
+    used once normally, it still steps aside inside force_path/disable_paths, and serves again after."""
+    e4, x = fl.get_format("e4m3"), torch.randn(8, 128)
+    assert quantize_fast(x, e4, TensorScaling()) is not None
+    with force_path("bitlevel"):
+        assert quantize_fast(x, e4, TensorScaling()) is None
+    with fl.codec.disable_paths("torch_cast"):
+        assert quantize_fast(x, e4, TensorScaling()) is None
+    assert quantize_fast(x, e4, TensorScaling()) is not None

@@ -12,6 +12,8 @@ its input, describes itself as a :class:`~fp8lab.codec.paths.Request` and runs t
 
 from __future__ import annotations
 
+import functools
+
 from typing import Any
 
 import numpy as np
@@ -115,7 +117,12 @@ def dispatch(data, req: Request, gen=None, out=None):
 
 
 def _torch_request(op: str, t, fmt: Format, rounding: str = "nearest", saturate: bool = False) -> Request:
-    return Request(op, fmt, "torch", rounding, saturate, t.device.type, str(t.dtype).removeprefix("torch."))
+    return _cached_request(op, fmt, rounding, saturate, "cpu" if t.is_cpu else t.device.type, t.dtype)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_request(op: str, fmt: Format, rounding: str, saturate: bool, device_type: str, dtype) -> Request:
+    return Request(op, fmt, "torch", rounding, saturate, device_type, str(dtype).removeprefix("torch."))
 
 
 # ----------------------------------------------------------------------------------------------

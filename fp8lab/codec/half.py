@@ -24,8 +24,10 @@ meets float32 denormals for subnormal codes); ``bench/codec.py`` measures it (it
 
 from __future__ import annotations
 
+import functools
 import math
 
+from .backend import torch
 from ..formats import FloatFormat, Format
 from .shift import patch_specials
 
@@ -70,20 +72,17 @@ def decode_half_torch(codes, fmt: FloatFormat, out=None):
     >>> decode_half_torch(torch.tensor([0x3C, 0x7C, 0x01], dtype=torch.uint8), get_format("e5m2")).tolist()
     [1.0, inf, 1.52587890625e-05]
     """
-    from .backend import torch
-
-    narrow = not _fp16_layout(fmt)
+    narrow, shift, mask, rebias = _layout(fmt)
     if narrow:
-        shift = 10 - fmt.mantissa_bits
         h = codes.view(torch.int8).to(torch.int16)  # sign-extended: bits 15..7 copy the sign
         h.bitwise_left_shift_(shift)
-        h.bitwise_and_(_INT16_MIN | (fmt.magnitude_mask << shift))  # the sign in bit 15, the fields below it
+        h.bitwise_and_(mask)  # the sign in bit 15, the fields below it
     elif codes.dtype == torch.uint8:
-        h = codes.to(torch.int16) << (16 - fmt.bits)
-    elif fmt.bits == 16:
+        h = codes.to(torch.int16) << shift
+    elif shift == 0:
         h = codes.view(torch.int16)
     else:
-        h = codes.view(torch.int16) << (16 - fmt.bits)
+        h = codes.view(torch.int16) << shift
     half = h.view(torch.float16)
     if out is None:
         res = half.to(torch.float32)
@@ -92,6 +91,15 @@ def decode_half_torch(codes, fmt: FloatFormat, out=None):
         res.copy_(half.reshape(res.shape))
     if not narrow:
         return res
-    if fmt.bias != 15:
-        res.mul_(math.ldexp(1.0, 15 - fmt.bias))
+    if rebias != 1.0:
+        res.mul_(rebias)
     return patch_specials(res, codes.reshape(res.shape), fmt)
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(fmt: FloatFormat) -> tuple[bool, int, int, float]:
+    """(narrow, left shift, mask, rebiasing factor) of a :func:`half_ok` format (a pure function of it, cached)."""
+    if not _fp16_layout(fmt):
+        shift = 10 - fmt.mantissa_bits
+        return True, shift, _INT16_MIN | (fmt.magnitude_mask << shift), math.ldexp(1.0, 15 - fmt.bias)
+    return False, 16 - fmt.bits, 0, 1.0

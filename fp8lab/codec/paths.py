@@ -37,7 +37,7 @@ from .shift import shift_decodable
 from .half import half_ok
 from .wide import wide_ok
 
-__all__ = ["Request", "CodecPath", "PATHS", "select", "which_path", "path_table", "force_path", "disable_paths",
+__all__ = ["Request", "CodecPath", "PATHS", "select", "path_policy", "which_path", "path_table", "force_path", "disable_paths",
            "path_names"]
 
 OPS = ("encode", "decode", "quantize")
@@ -247,6 +247,18 @@ def disable_paths(*names: str) -> Iterator[None]:
         yield
     finally:
         _disabled.reset(token)
+
+
+def path_policy() -> tuple["frozenset | None", frozenset]:
+    """The forced and the disabled paths in effect here (a cache key for answers that depend on path selection).
+
+    >>> path_policy()
+    (None, frozenset())
+    >>> with disable_paths("half"):
+    ...     path_policy()
+    (None, frozenset({'half'}))
+    """
+    return _forced.get(), _disabled.get()
 
 
 def select(req: Request) -> CodecPath:

@@ -19,6 +19,7 @@ multiply, which x86 handles about 15x slower per element; well-scaled data has f
 
 from __future__ import annotations
 
+import functools
 import math
 
 from ..formats import FloatFormat, Format
@@ -67,6 +68,12 @@ def shift_decode(codes, fmt: FloatFormat, out=None):
     return patch_specials(values, codes, fmt)
 
 
+@functools.lru_cache(maxsize=256)
+def _specials(fmt: FloatFormat) -> tuple[bool, bool]:
+    """Whether ``fmt``'s negative-zero code is NaN, and whether some magnitudes are inf or NaN codes (cached)."""
+    return bool(fmt.is_nan_code(fmt.sign_mask)), fmt.max_code < fmt.magnitude_mask
+
+
 def patch_specials(values, codes, fmt: FloatFormat):
     """``values`` with the inf and NaN codes of ``fmt`` among ``codes`` (same shape) set to inf and NaN (torch).
 
@@ -80,11 +87,12 @@ def patch_specials(values, codes, fmt: FloatFormat):
     >>> patch_specials(torch.tensor([1.0, -0.0]), torch.tensor([0x40, 0x80], dtype=torch.uint8), get_format("e4m3fnuz")).tolist()
     [1.0, nan]
     """
-    if fmt.is_nan_code(fmt.sign_mask) and values.numel():  # fnuz: the negative-zero code is NaN
+    nan_at_negative_zero, special_magnitudes = _specials(fmt)
+    if nan_at_negative_zero and values.numel():  # fnuz: the negative-zero code is NaN
         negative_zero = codes == fmt.sign_mask
         if bool(negative_zero.any()):
             values.masked_fill_(negative_zero, math.nan)
-    if fmt.max_code < fmt.magnitude_mask and values.numel():  # some magnitudes are inf or NaN codes
+    if special_magnitudes and values.numel():  # some magnitudes are inf or NaN codes
         lo, hi = torch.aminmax(values)
         if float(hi) > fmt.max or float(lo) < -fmt.max:      # such a code is present: patch it
             c = codes.to(torch.int32)

@@ -92,7 +92,15 @@ def _same_turned(tq: TensorQuant, shape: tuple[int, int]) -> bool:
     """Whether the rule gives the same blocks along axis 0 as along axis 1 (or is stateful: reuse anyway)."""
     if tq.scaling is None or tq.stateful:
         return True
-    return tuple(tq.scaling.block_for(shape[::-1]))[::-1] == tuple(tq.scaling.block_for(shape))
+    try:
+        return _same_blocks_turned(tq.scaling, shape)
+    except TypeError:  # a rule with an unhashable field: not cached
+        return _same_blocks_turned.__wrapped__(tq.scaling, shape)
+
+
+@functools.lru_cache(maxsize=1024)
+def _same_blocks_turned(scaling: Any, shape: tuple[int, int]) -> bool:
+    return tuple(scaling.block_for(shape[::-1]))[::-1] == tuple(scaling.block_for(shape))
 
 
 def _gemm(a: Any, b: Any, acc: Accumulator, *, va: Any = None, vb: Any = None) -> torch.Tensor:

@@ -35,18 +35,20 @@ True
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..codec.backend import torch
 from ..codec.native import cast_for
-from ..codec.paths import Request, select
+from ..codec.paths import Request, path_policy, select
 from ..formats import FloatFormat, Format
 from ..qtensor import QTensor
 from ..registry import get_format  # noqa: F401 - the examples use it
 from .base import Recipe
-from .blocks import _view, num_blocks
+from .blocks import num_blocks
 from .delayed import DelayedScaling
 from .mx import MXScaling
 from .recipes import AxisScaling, BlockScaling, TensorScaling
@@ -59,6 +61,12 @@ FAST_RECIPES = (TensorScaling, AxisScaling, BlockScaling, MXScaling, DelayedScal
 
 def _cast_dtype(fmt: Format, device_type: str):
     """torch's dtype for ``fmt`` when the codec's saturating encode of a tensor is torch's cast, else None."""
+    return _cast_dtype_under(fmt, device_type, *path_policy())
+
+
+@functools.lru_cache(maxsize=256)
+def _cast_dtype_under(fmt: Format, device_type: str, forced: Any, disabled: Any):
+    """:func:`_cast_dtype` for one state of the codec's forced and disabled paths (cached: it depends on nothing else)."""
     if not isinstance(fmt, FloatFormat):
         return None
     cast = cast_for(fmt)
@@ -69,11 +77,59 @@ def _cast_dtype(fmt: Format, device_type: str):
     return getattr(torch, cast.dtype)
 
 
-def _block_amax(v, axes: tuple[int, ...]):
+@dataclass(frozen=True)
+class _Plan:
+    """Where the blocks of one recipe lie in a tensor of one shape and memory layout (a pure function of those)."""
+
+    block: tuple[int, ...]   #: the recipe's block for the tensor
+    view: tuple[int, ...]    #: the blocked view of the memory layout (nb0, b0, nb1, b1, ..., axes of size-1 blocks kept)
+    axes: tuple[int, ...]    #: the view's within-block axes (reduced for the amax)
+    nb: tuple[int, ...]      #: blocks per axis of the tensor (the shape of ``scales``)
+    nbb: tuple[int, ...]     #: blocks per axis of the memory layout
+    whole: bool              #: one block holds the whole tensor
+    divisor: tuple[int, ...]  #: the shape the layout's scales take to divide the view
+
+
+def _make_plan(recipe: Recipe, shape: tuple[int, ...], flip: bool) -> _Plan | None:
+    block = recipe.block_for(shape)
+    if any(n % b for n, b in zip(shape, block)):
+        return None  # partial blocks are padded by the general path
+    base_shape = shape[::-1] if flip else shape
+    bblock = block[::-1] if flip else block
+    view: list[int] = []
+    axes: list[int] = []
+    divisor: list[int] = []
+    for n, b in zip(base_shape, bblock):  # as blocks._view lays them out
+        if b == 1:
+            view.append(n)
+            divisor.append(n)
+        else:
+            view += [n // b, b]
+            axes.append(len(view) - 1)
+            divisor += [n // b, 1]
+    whole = all(n == 1 for i, n in enumerate(view) if i not in axes)
+    return _Plan(tuple(block), tuple(view), tuple(axes), num_blocks(shape, block), num_blocks(base_shape, bblock),
+                 whole, tuple(divisor))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_plan(recipe: Recipe, shape: tuple[int, ...], flip: bool) -> _Plan | None:
+    return _make_plan(recipe, shape, flip)
+
+
+def _plan(recipe: Recipe, shape: tuple[int, ...], flip: bool) -> _Plan | None:
+    """The :class:`_Plan` of ``recipe`` for ``shape`` (cached per recipe value; a recipe that cannot be hashed is planned afresh)."""
+    try:
+        return _cached_plan(recipe, shape, flip)
+    except TypeError:  # an unhashable field value
+        return _make_plan(recipe, shape, flip)
+
+
+def _block_amax(v, axes: tuple[int, ...], whole: bool):
     """Largest magnitude of each block of the blocked view ``v`` (one tensor-wide block: max(max, -min), no temporary)."""
     if not axes:
         return v.abs()
-    if all(n == 1 for i, n in enumerate(v.shape) if i not in axes):  # one block: the whole tensor
+    if whole:  # one block: the whole tensor
         return torch.maximum(torch.amax(v, dim=axes), torch.amin(v, dim=axes).neg_())
     return torch.amax(v.abs(), dim=axes)  # short blocks: torch reduces |v| once faster than v twice
 
@@ -90,31 +146,34 @@ def quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any = None) -> QTe
     >>> tuple(q.scales.shape), q.scale_format.name, q.info.scale_codes.tolist()
     ((2, 2), 'float8_e8m0fnu', [[119, 119], [119, 119]])
     """
-    if type(recipe) not in FAST_RECIPES or not torch.is_tensor(x) or x.dtype != torch.float32 or x.ndim == 0 \
-            or x.device.type == "meta":
+    if type(recipe) not in FAST_RECIPES or not torch.is_tensor(x) or x.dtype != torch.float32 or x.ndim == 0:
+        return None
+    on_cpu = x.is_cpu
+    device_type = "cpu" if on_cpu else x.device.type
+    if device_type == "meta":
         return None
     shape = tuple(x.shape)
     if not all(shape):
         return None
-    dtype = _cast_dtype(fmt, x.device.type)
+    dtype = _cast_dtype(fmt, device_type)
     if dtype is None:
         return None
-    block = recipe.block_for(shape)
-    if any(n % b for n, b in zip(shape, block)):
-        return None  # partial blocks are padded by the general path
     x = x.detach()
     # the element work runs in x's memory layout: a transposed matrix (the backward GEMMs quantize
     # x.T and dy.T) is worked on as its contiguous base with the block turned, never copied
     flip = x.ndim == 2 and not x.is_contiguous() and x.t().is_contiguous()
+    plan = _plan(recipe, shape, flip)
+    if plan is None:
+        return None
     base = x.t() if flip else x.contiguous()
-    bblock = block[::-1] if flip else block
-    v, axes = _view(base, bblock)
-    nb, nbb = num_blocks(shape, block), num_blocks(tuple(base.shape), bblock)
-    amax_b = _block_amax(v, axes).reshape(nbb).cpu().numpy() + np.float32(0.0)  # + 0: -0.0 becomes 0.0
+    v = base.view(plan.view)
+    amax_t = _block_amax(v, plan.axes, plan.whole)
+    amax_b = (amax_t if on_cpu else amax_t.cpu()).numpy().reshape(plan.nbb) + np.float32(0.0)  # + 0: -0.0 becomes 0.0
     amax32 = amax_b.T if flip else amax_b
     if not np.isfinite(amax32).all():
         return None
     amax = amax32.astype(np.float64)
+    nb = plan.nb
     delayed = type(recipe) is DelayedScaling
     if delayed:
         st = recipe._resolve(state)
@@ -128,21 +187,18 @@ def quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any = None) -> QTe
         return None
     saturated = (amax / scales) > fmt.max
     s_x = torch.from_numpy(scales)
-    if x.device.type != "cpu":
+    if not on_cpu:
         s_x = s_x.to(x.device)
-    bshape: list[int] = []
-    for n, b in zip(nbb, bblock):
-        bshape += [n] if b == 1 else [n, 1]
-    t = v / (s_x.t() if flip else s_x).reshape(bshape)
+    t = v / (s_x.t() if flip else s_x).reshape(plan.divisor)
     n_sat = int(saturated.sum())
     if n_sat:
         t.clamp_(-fmt.max, fmt.max)
-    codes = t.reshape(base.shape).to(dtype).view(torch.uint8)
+    codes = t.view(base.shape).to(dtype).view(torch.uint8)
     if flip:
         codes = codes.t()
     info = {"amax": float(amax.max()), "nonfinite_blocks": 0, "saturated_blocks": n_sat, "overflow": bool(n_sat)}
     info.update(ss.info)
-    q = QTensor(codes, s_x, fmt, scaling=recipe, block=block, scale_format=ss.scale_format,
+    q = QTensor(codes, s_x, fmt, scaling=recipe, block=plan.block, scale_format=ss.scale_format,
                 tensor_scale=ss.tensor_scale, info=info, dtype="float32")
     if delayed:
         st.scale = float(scales.reshape(-1)[0])
