@@ -189,12 +189,17 @@ def test_which_path_and_forcing():
     t = torch.zeros(3)
     assert which_path("encode", t, "e4m3") == "torch_cast"
     assert which_path("encode", t, "fp4") == "via_numpy -> table"
-    assert which_path("decode", torch.zeros(3, dtype=torch.uint8), "e4m3") == "half"
-    assert which_path("decode", torch.zeros(3, dtype=torch.uint8), "fp4") == "via_numpy -> table"
-    with disable_paths("half"):
-        assert which_path("decode", torch.zeros(3, dtype=torch.uint8), "e4m3") == "via_numpy -> table"
-    with disable_paths("half", "via_numpy"):
-        assert which_path("decode", torch.zeros(3, dtype=torch.uint8), "e4m3") == "shift"
+    from fp8lab.codec import ckernels
+    c8 = torch.zeros(3, dtype=torch.uint8)
+    assert which_path("decode", c8, "e4m3") == ("ckernel" if ckernels.available() else "half")
+    assert which_path("decode", c8, "fp4") == ("ckernel" if ckernels.available() else "via_numpy -> table")
+    with disable_paths("ckernel"):
+        assert which_path("decode", c8, "e4m3") == "half"
+        assert which_path("decode", c8, "fp4") == "via_numpy -> table"
+    with disable_paths("ckernel", "half"):
+        assert which_path("decode", c8, "e4m3") == "via_numpy -> table"
+    with disable_paths("ckernel", "half", "via_numpy"):
+        assert which_path("decode", c8, "e4m3") == "shift"
     with pytest.raises(ValueError, match="no forced codec path \\(inplace\\) serves encode of float8_e4m3fn"):
         with force_path("inplace"):
             fl.encode(x, "e4m3")
@@ -270,8 +275,9 @@ def test_the_narrow_half_decode_into_the_gemm_workspace_matches_bit_level(fmt):
     with force_path("bitlevel"):
         want = np.asarray(fl.decode(codes.T, fmt))
     t = torch.from_numpy(codes).t()
-    assert which_path("decode", t, fmt) == "half"
-    got = decode_values(t, fmt, slot="narrow-half-test")
+    with disable_paths("ckernel"):
+        assert which_path("decode", t, fmt) == "half"
+        got = decode_values(t, fmt, slot="narrow-half-test")
     assert got.shape == (16, 16) and _same_values(got.numpy(), want)
     # finite codes are bit-identical; NaN codes give NaN (test_every_decode_path... checks the rest)
     fin = np.isfinite(want)

@@ -269,6 +269,21 @@ def half_path_decode(codes, req, out=None):
     return decode_half_torch(codes, req.fmt, out=out)
 
 
+def ckernel_decode(codes, req, out=None):
+    """Decode uint8 CPU codes of an 8-bit format by one C loop over the table of every code's value.
+
+    >>> import torch
+    >>> from fp8lab.registry import get_format
+    >>> from fp8lab.codec import ckernels
+    >>> from fp8lab.codec.paths import Request
+    >>> if ckernels.available():
+    ...     assert ckernel_decode(torch.tensor([56], dtype=torch.uint8), Request("decode", get_format("e4m3"), "torch")).tolist() == [1.0]
+    """
+    from .ckernels import table_decode
+
+    return table_decode(codes, req.fmt, out=out)
+
+
 def shift_path_decode(codes, req, out=None):
     """Decode 8-bit codes by moving bits (:mod:`fp8lab.codec.shift`), optionally into an int32 buffer.
 

@@ -115,6 +115,18 @@ def _half(r: Request) -> str | None:
             "or an 8-bit signed format with subnormals and at most 4 exponent bits")
 
 
+def _ckernel(r: Request) -> str | None:
+    if r.device != "cpu":
+        return "runs on the CPU"
+    if r.code_dtype != "uint8" or r.fmt.bits > 8:
+        return "takes uint8 codes of formats of at most 8 bits"
+    from . import ckernels
+
+    if not ckernels.available():
+        return f"the C kernels are not available here: {ckernels.reason()}"
+    return None
+
+
 def _via_numpy(r: Request) -> str | None:
     if r.device != "cpu":
         return "only CPU tensors share memory with numpy"
@@ -176,6 +188,8 @@ PATHS: tuple[CodecPath, ...] = (
           encode=impl.meta_encode, decode=impl.meta_values, quantize=impl.meta_values),
     _path("torch_cast", "torch", "torch's own cast, fixed up where its policy differs (codec/native.py)", _torch_cast,
           encode=impl.cast_encode, quantize=impl.cast_quantize),
+    _path("ckernel", "torch", "one look-up per code in the table of all 256 values, in a compiled C loop (codec/ckernels.py)",
+          _ckernel, decode=impl.ckernel_decode),
     _path("half", "torch", "codes whose fields fit an IEEE half's: shifted into float16, converted by torch, rebiased (codec/half.py)",
           _half, decode=impl.half_path_decode),
     _path("via_numpy", "torch", "a CPU tensor shares memory with numpy: the numpy path serves it", _via_numpy,

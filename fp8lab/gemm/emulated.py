@@ -66,11 +66,12 @@ def exact(p: Problem):
     return exact_values(p)
 
 
-def exact_values(p: Problem, va=None, vb=None):
+def exact_values(p: Problem, va=None, vb=None, *, consume: tuple[bool, bool] = (False, False)):
     """:func:`exact` with either operand's float32 values given (decoded by the caller, who may reuse them).
 
-    Given values are read, never modified; the others are decoded here. The result is the same as
-    :func:`exact`'s, bit for bit.
+    Given values are read, never modified, unless ``consume`` says so for that operand (A, B): then
+    the caller hands them over and a K-blocked GEMM scales them in place instead of on a copy. The
+    others are decoded here. The result is the same as :func:`exact`'s, bit for bit.
 
     >>> import torch
     >>> from fp8lab.codec import encode
@@ -92,8 +93,8 @@ def exact_values(p: Problem, va=None, vb=None):
         out.mul_(p.sb)
         return out
     # K-blocks: scale the operands; our own buffers (workspace or fresh) in place, a caller's values on a copy
-    va = va if own_a else va.clone()
-    vb = vb if own_b else vb.clone()
+    va = va if own_a or consume[0] else va.clone()
+    vb = vb if own_b or consume[1] else vb.clone()
     _scale_k_blocks_(va, vb, p)
     return va @ vb
 

@@ -38,7 +38,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..codec import encode, quantize
+from ..codec import ckernels, encode, quantize
+from ..codec.paths import path_policy
 from ..codec.impl import code_values
 from ..gemm import Accumulator, scaled_matmul
 from ..gemm.checks import prepare
@@ -47,6 +48,7 @@ from ..gemm.emulated import exact_values
 from ..formats import Format
 from ..qtensor import QTensor
 from ..scaling import quantize_tensor
+from ..scaling.fast import quantize_fast_values
 from .recipe import ROLES, LinearRecipe, TensorQuant
 
 __all__ = ["Fp8Linear", "LayerState"]
@@ -103,15 +105,28 @@ def _same_blocks_turned(scaling: Any, shape: tuple[int, int]) -> bool:
     return tuple(scaling.block_for(shape[::-1]))[::-1] == tuple(scaling.block_for(shape))
 
 
-def _gemm(a: Any, b: Any, acc: Accumulator, *, va: Any = None, vb: Any = None) -> torch.Tensor:
+def _contiguous(v: Any) -> Any:
+    """``v`` laid out contiguously (None stays None); a transposed float32 CPU matrix by the C kernels' tiled copy."""
+    if v is None or v.is_contiguous():
+        return v
+    if v.ndim == 2 and v.is_cpu and v.dtype == torch.float32 and v.t().is_contiguous() and _c_kernels_on():
+        return ckernels.transposed(v.t())
+    return v.contiguous()
+
+
+def _gemm(a: Any, b: Any, acc: Accumulator, *, va: Any = None, vb: Any = None, keep: tuple = ()) -> torch.Tensor:
     """``a @ b`` through the emulated GEMM when both are QTensors, else an FP32 matmul of the (dequantized) values.
 
     With exact accumulation it calls what ``scaled_matmul`` runs (emulated, FP32 out) directly, so that
-    ``va``/``vb``, an operand's values the caller decoded once for two GEMMs, can be handed in.
+    ``va``/``vb``, the operands' values (from the cast, or decoded once for two GEMMs), can be handed
+    in; they are handed over (a K-blocked GEMM scales them in place) unless they are in ``keep``.
     """
     if isinstance(a, QTensor) and isinstance(b, QTensor):
-        if acc.exact:
-            return exact_values(prepare(a, b), va=va, vb=vb)
+        if acc.exact:  # values made contiguous as a decode makes them: the same matmul, bit for bit
+            va, vb = _contiguous(va), _contiguous(vb)
+            kept = {k.untyped_storage().data_ptr() for k in keep if k is not None}
+            free = tuple(v is not None and v.untyped_storage().data_ptr() not in kept for v in (va, vb))
+            return exact_values(prepare(a, b), va=va, vb=vb, consume=free)
         return scaled_matmul(a, b, accumulator=acc)
     a = a.dequantize() if isinstance(a, QTensor) else a
     b = b.dequantize() if isinstance(b, QTensor) else b
@@ -124,6 +139,11 @@ def _zero_codes(fmt: Format) -> frozenset:
     return frozenset(np.flatnonzero(code_values(fmt) == 0).tolist())
 
 
+def _c_kernels_on() -> bool:
+    """Whether the C kernels are available and not disabled (``disable_paths("ckernel")``) here (counts, copies)."""
+    return "ckernel" not in path_policy()[1] and ckernels.available()
+
+
 def _nonzero_flushed(x: torch.Tensor, q: Any) -> float:
     """Fraction of the nonzero elements of ``x`` that quantized to zero (``q``: a QTensor or the rounded values).
 
@@ -132,6 +152,11 @@ def _nonzero_flushed(x: torch.Tensor, q: Any) -> float:
     decoding the tensor once more.
     """
     n = x.numel()
+    if (isinstance(q, QTensor) and q.zero_point is None and q.format.bits <= 8 and x.is_cpu and x.dtype == torch.float32
+            and x.is_contiguous() and q.codes.is_contiguous() and tuple(q.codes.shape) == tuple(x.shape)
+            and _c_kernels_on()):
+        nonzero, flushed = ckernels.flush_count(x, q.codes, q.format)  # both counts in one pass
+        return flushed / nonzero if nonzero else 0.0
     nonzero = int(torch.count_nonzero(x))
     if not nonzero:
         return 0.0
@@ -158,14 +183,17 @@ class _Fp8LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x2: torch.Tensor, weight: torch.Tensor, layer: "Fp8Linear") -> torch.Tensor:  # type: ignore[override]
         r = layer.recipe
-        qx = layer._quantize("input", x2, axis=1)
-        qw = layer._quantize("weight", weight, axis=1)
-        ctx.layer, ctx.qx, ctx.qw, ctx.vx = layer, qx, qw, None
+        qx, vx = layer._quantize("input", x2, axis=1, with_values=True)
+        qw, vw = layer._quantize("weight", weight, axis=1, with_values=True)
+        ctx.layer, ctx.qx, ctx.qw, ctx.vx, ctx.vw = layer, qx, qw, None, None
         ctx.save_for_backward(x2, weight)
         if (ctx.needs_input_grad[1] and isinstance(qx, QTensor) and r.fprop.exact and r.wgrad.exact
                 and _same_turned(r.input, tuple(x2.shape))):
-            ctx.vx = decode_values(qx.codes, qx.format)  # wgrad reads the same operand: decode it once
-        return _gemm(qx, _t(qw), r.fprop, va=ctx.vx)
+            # wgrad reads the same operand: its values (from the cast, or decoded here) serve both GEMMs
+            ctx.vx = vx = vx if vx is not None else decode_values(qx.codes, qx.format)
+        if ctx.needs_input_grad[0] and r.weight is not None and _same_turned(r.weight, tuple(weight.shape)):
+            ctx.vw = vw  # dgrad reads the same weight QTensor
+        return _gemm(qx, _t(qw), r.fprop, va=vx, vb=vw.t() if vw is not None else None, keep=(ctx.vx, ctx.vw))
 
     @staticmethod
     def backward(ctx, dy: torch.Tensor):  # type: ignore[override]
@@ -173,20 +201,29 @@ class _Fp8LinearFunction(torch.autograd.Function):
         r = layer.recipe
         x2, weight = ctx.saved_tensors
         dy = dy.contiguous()
-        qdy = layer._quantize("grad_output", dy, axis=1)
+        qdy, vdy = layer._quantize("grad_output", dy, axis=1, with_values=True)
         dx = dw = None
+        same_g = r.grad_output is None or _same_turned(r.grad_output, tuple(dy.shape))
         if ctx.needs_input_grad[0]:
-            qw0 = ctx.qw if r.weight is None or _same_turned(r.weight, tuple(weight.shape)) else \
-                layer._quantize("weight", weight, axis=0, record=False)
-            dx = _gemm(qdy, qw0, r.dgrad)
+            if r.weight is None or _same_turned(r.weight, tuple(weight.shape)):
+                qw0, vw0 = ctx.qw, ctx.vw
+            else:
+                qw0, vw0 = layer._quantize("weight", weight, axis=0, record=False, with_values=True)
+            reread = (vdy,) if same_g and ctx.needs_input_grad[1] else ()  # wgrad reads vdy again
+            dx = _gemm(qdy, qw0, r.dgrad, va=vdy, vb=vw0, keep=reread)
         if ctx.needs_input_grad[1]:
-            same_g = r.grad_output is None or _same_turned(r.grad_output, tuple(dy.shape))
             # dy^T along M: quantizing dy^T itself gives wgrad's operand directly (no transpose there and back)
-            qdyT = _t(qdy) if same_g else layer._quantize("grad_output", dy, axis=0, record=False, turned=True)
+            if same_g:
+                qdyT, vdyT = _t(qdy), (vdy.t() if vdy is not None else None)
+            else:
+                qdyT, vdyT = layer._quantize("grad_output", dy, axis=0, record=False, turned=True, with_values=True)
             same_x = r.input is None or _same_turned(r.input, tuple(x2.shape))
-            qx0 = ctx.qx if same_x else layer._quantize("input", x2, axis=0, record=False)
-            dw = _gemm(qdyT, qx0, r.wgrad, vb=ctx.vx if qx0 is ctx.qx else None)
-        ctx.qx = ctx.qw = ctx.vx = None
+            if same_x:
+                qx0, vx0 = ctx.qx, ctx.vx
+            else:
+                qx0, vx0 = layer._quantize("input", x2, axis=0, record=False, with_values=True)
+            dw = _gemm(qdyT, qx0, r.wgrad, va=vdyT, vb=vx0)
+        ctx.qx = ctx.qw = ctx.vx = ctx.vw = None
         return dx, dw, None
 
 
@@ -243,23 +280,32 @@ class Fp8Linear(torch.nn.Linear):
         return super().extra_repr() + f", recipe={self.recipe.name!r}"
 
     # ----- quantizing one role ------------------------------------------------------------------
-    def _quantize(self, role: str, x: torch.Tensor, *, axis: int, record: bool = True, turned: bool = False) -> Any:
+    def _quantize(self, role: str, x: torch.Tensor, *, axis: int, record: bool = True, turned: bool = False,
+                  with_values: bool = False) -> Any:
         """``x`` cast for ``role`` with its blocks along ``axis`` (a QTensor, a rounded tensor, or ``x``).
 
         ``turned=True`` (with ``axis=0``) returns the QTensor of ``x.T`` instead of its transpose.
+        ``with_values=True`` returns ``(cast, values)``: a QTensor's float32 values where the cast
+        decoded them in the same pass (the C kernels), else None.
         """
+        if with_values:
+            return self._quantize_values(role, x, axis=axis, record=record, turned=turned)
+        return self._quantize_values(role, x, axis=axis, record=record, turned=turned)[0]
+
+    def _quantize_values(self, role: str, x: torch.Tensor, *, axis: int, record: bool, turned: bool) -> tuple[Any, Any]:
         tq: TensorQuant | None = getattr(self.recipe, role)
         if tq is None:
             if record:
                 self.stats[role] = {"amax": float(x.abs().max()) if x.numel() else 0.0, "scale": 1.0, "saturated_blocks": 0}
-            return x.t() if turned else x
+            return (x.t() if turned else x), None
         if tq.is_16bit:
             v = quantize(x, tq.format, saturate=tq.saturate)
             if record:
                 amax = float(x.abs().max()) if x.numel() else 0.0
                 self._record(role, x, v, amax=amax, scale=1.0, saturated=int(amax > tq.format.max))
-            return v.t() if turned else v
+            return (v.t() if turned else v), None
         src = x if axis == 1 else x.t()
+        vals = None
         if tq.scaling is None:  # a plain cast: scale 1
             q = QTensor(encode(src.detach().contiguous(), tq.format, saturate=tq.saturate),
                         torch.ones(1, 1, dtype=torch.float32, device=x.device), tq.format)
@@ -269,14 +315,17 @@ class Fp8Linear(torch.nn.Linear):
             state = getattr(self.state, role)
             if state is not None and not (getattr(self, "_advance", True) or role == "grad_output"):
                 state = copy.deepcopy(state)  # evaluation reads the history without advancing it
-            q = quantize_tensor(src, tq.format, tq.scaling, state=state)
+            # the fast path first, for the values it decodes on the way; quantize_tensor (the same QTensor) else
+            got = quantize_fast_values(src, tq.format, tq.scaling, state)
+            q, vals = got if got is not None else (quantize_tensor(src, tq.format, tq.scaling, state=state), None)
             amax, saturated = q.info.amax, q.info.saturated_blocks
         if axis == 0 and not turned:
             q = q.transpose()
+            vals = vals.t() if vals is not None else None
         if record:
             self._record(role, x, q if role == "grad_output" else None, amax=amax,
                          scale=float(q.scales.max()) if q.scales.numel() else 1.0, saturated=saturated)
-        return q
+        return q, vals
 
     def _record(self, role: str, x: torch.Tensor, values: Any, *, amax: float, scale: float, saturated: int) -> None:
         st = {"amax": float(amax), "scale": float(scale), "saturated_blocks": int(saturated)}

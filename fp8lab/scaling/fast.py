@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from ..codec import ckernels
 from ..codec.backend import torch
 from ..codec.native import cast_for
 from ..codec.paths import Request, path_policy, select
@@ -53,7 +54,7 @@ from .delayed import DelayedScaling
 from .mx import MXScaling
 from .recipes import AxisScaling, BlockScaling, TensorScaling
 
-__all__ = ["quantize_fast", "FAST_RECIPES"]
+__all__ = ["quantize_fast", "quantize_fast_values", "FAST_RECIPES"]
 
 #: The recipe classes the fast path serves (their ``quantize`` is the general block_stats/finalize one).
 FAST_RECIPES = (TensorScaling, AxisScaling, BlockScaling, MXScaling, DelayedScaling)
@@ -77,11 +78,23 @@ def _cast_dtype_under(fmt: Format, device_type: str, forced: Any, disabled: Any)
     return getattr(torch, cast.dtype)
 
 
+def _kernel_for(fmt: Format, device_type: str) -> bool:
+    """Whether the C kernels do the element work for ``fmt`` here (CPU, a format they encode, not disabled)."""
+    return _kernel_under(fmt, device_type, *path_policy())
+
+
+@functools.lru_cache(maxsize=256)
+def _kernel_under(fmt: Format, device_type: str, forced: Any, disabled: Any) -> bool:
+    return device_type == "cpu" and forced is None and "ckernel" not in disabled and ckernels.available() \
+        and ckernels.encode_params(fmt) is not None
+
+
 @dataclass(frozen=True)
 class _Plan:
     """Where the blocks of one recipe lie in a tensor of one shape and memory layout (a pure function of those)."""
 
     block: tuple[int, ...]   #: the recipe's block for the tensor
+    bblock: tuple[int, ...]  #: the block in the memory layout (turned for a transposed matrix)
     view: tuple[int, ...]    #: the blocked view of the memory layout (nb0, b0, nb1, b1, ..., axes of size-1 blocks kept)
     axes: tuple[int, ...]    #: the view's within-block axes (reduced for the amax)
     nb: tuple[int, ...]      #: blocks per axis of the tensor (the shape of ``scales``)
@@ -108,7 +121,7 @@ def _make_plan(recipe: Recipe, shape: tuple[int, ...], flip: bool) -> _Plan | No
             axes.append(len(view) - 1)
             divisor += [n // b, 1]
     whole = all(n == 1 for i, n in enumerate(view) if i not in axes)
-    return _Plan(tuple(block), tuple(view), tuple(axes), num_blocks(shape, block), num_blocks(base_shape, bblock),
+    return _Plan(tuple(block), tuple(bblock), tuple(view), tuple(axes), num_blocks(shape, block), num_blocks(base_shape, bblock),
                  whole, tuple(divisor))
 
 
@@ -146,6 +159,27 @@ def quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any = None) -> QTe
     >>> tuple(q.scales.shape), q.scale_format.name, q.info.scale_codes.tolist()
     ((2, 2), 'float8_e8m0fnu', [[119, 119], [119, 119]])
     """
+    got = _quantize_fast(x, fmt, recipe, state, False)
+    return None if got is None else got[0]
+
+
+def quantize_fast_values(x: Any, fmt: Format, recipe: Recipe, state: Any = None) -> tuple[QTensor, Any] | None:
+    """:func:`quantize_fast` and the codes' float32 values, decoded in the same pass where the C kernels ran (else None).
+
+    The values are laid out as the QTensor's codes (a transposed view for a transposed input) and
+    equal ``q.values()`` bit for bit; the training layer hands them to the GEMM instead of decoding
+    the codes again.
+
+    >>> import torch
+    >>> q, v = quantize_fast_values(torch.tensor([[1.0, -2.0], [4.0, 896.0]]), get_format("e4m3"), TensorScaling())
+    >>> v is None or torch.equal(v, q.values())
+    True
+    """
+    return _quantize_fast(x, fmt, recipe, state, True)
+
+
+def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values: bool) -> tuple[QTensor, Any] | None:
+    """The work of :func:`quantize_fast` (and the decoded values, with ``want_values`` and the C kernels)."""
     if type(recipe) not in FAST_RECIPES or not torch.is_tensor(x) or x.dtype != torch.float32 or x.ndim == 0:
         return None
     on_cpu = x.is_cpu
@@ -166,11 +200,17 @@ def quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any = None) -> QTe
     if plan is None:
         return None
     base = x.t() if flip else x.contiguous()
-    v = base.view(plan.view)
-    amax_t = _block_amax(v, plan.axes, plan.whole)
-    amax_b = (amax_t if on_cpu else amax_t.cpu()).numpy().reshape(plan.nbb) + np.float32(0.0)  # + 0: -0.0 becomes 0.0
+    kernel = x.ndim == 2 and _kernel_for(fmt, device_type)
+    if kernel:  # one C pass: each block's max |x| (exact), and whether everything is finite
+        amax_b, finite = ckernels.block_amax(base, plan.bblock)
+        if not finite:
+            return None
+    else:
+        v = base.view(plan.view)
+        amax_t = _block_amax(v, plan.axes, plan.whole)
+        amax_b = (amax_t if on_cpu else amax_t.cpu()).numpy().reshape(plan.nbb) + np.float32(0.0)  # -0.0 -> 0.0
     amax32 = amax_b.T if flip else amax_b
-    if not np.isfinite(amax32).all():
+    if not kernel and not np.isfinite(amax32).all():
         return None
     amax = amax32.astype(np.float64)
     nb = plan.nb
@@ -189,13 +229,23 @@ def quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any = None) -> QTe
     s_x = torch.from_numpy(scales)
     if not on_cpu:
         s_x = s_x.to(x.device)
-    t = v / (s_x.t() if flip else s_x).reshape(plan.divisor)
     n_sat = int(saturated.sum())
-    if n_sat:
-        t.clamp_(-fmt.max, fmt.max)
-    codes = t.view(base.shape).to(dtype).view(torch.uint8)
+    if kernel:  # one C pass: x / scale (clamped where a block saturates), cast; as torch's division and cast
+        s_base = torch.from_numpy(np.ascontiguousarray(scales.T)) if flip else s_x
+        # scales stored as E8M0 are powers of two: then x * (1 / scale) is x / scale exactly
+        pow2 = getattr(ss.scale_format, "name", ss.scale_format) in ("e8m0", "float8_e8m0fnu")
+        got = ckernels.scaled_encode(base, s_base, plan.bblock, fmt, clamp=bool(n_sat), reciprocal=pow2,
+                                     values=want_values)
+        codes, vals = got if want_values else (got, None)
+    else:
+        vals = None
+        t = v / (s_x.t() if flip else s_x).reshape(plan.divisor)
+        if n_sat:
+            t.clamp_(-fmt.max, fmt.max)
+        codes = t.view(base.shape).to(dtype).view(torch.uint8)
     if flip:
         codes = codes.t()
+        vals = vals.t() if vals is not None else None
     info = {"amax": float(amax.max()), "nonfinite_blocks": 0, "saturated_blocks": n_sat, "overflow": bool(n_sat)}
     info.update(ss.info)
     q = QTensor(codes, s_x, fmt, scaling=recipe, block=plan.block, scale_format=ss.scale_format,
@@ -203,4 +253,4 @@ def quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any = None) -> QTe
     if delayed:
         st.scale = float(scales.reshape(-1)[0])
         st.push(q.info["amax"])
-    return q
+    return q, vals

@@ -31,6 +31,7 @@ gets the NaN scale (code 0xFF), so it dequantises to NaN, confined to that block
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,6 +45,11 @@ from ..validation import check_int
 from .scales import E8M0_MAX_EXP, E8M0_MIN_EXP
 
 _F32_MAX = float(np.finfo(np.float32).max)
+_E8M0_BIAS = get_format("e8m0").bias
+#: 2^k as float32 for each E8M0 code k + bias (k from -127 to 127): the biased exponent k + 127 in place,
+#: or for 2^-127 its subnormal pattern
+_POW2_SCALES = np.array([0x00400000 if k == E8M0_MIN_EXP else (k + 127) << 23
+                         for k in range(E8M0_MIN_EXP, E8M0_MAX_EXP + 1)], dtype=np.uint32).view(np.float32)
 
 __all__ = ["MXScaling", "mx_scale_exponents", "emax_elem", "SCALE_ROUNDINGS"]
 
@@ -56,6 +62,7 @@ SCALE_ROUNDINGS = {
 }
 
 
+@functools.lru_cache(maxsize=256)
 def emax_elem(fmt: Format) -> int:
     """Exponent of the element format's largest normal, ``floor(log2(fmt.max))`` (exact).
 
@@ -103,7 +110,10 @@ def mx_scale_exponents(amax: np.ndarray, fmt: Format, scale_rounding: str = "flo
         k = ((bits >> 23) & 0xFF) - 127 - emax
     if any_zero:
         k = np.where(zero, E8M0_MIN_EXP, k)
-    return np.minimum(np.maximum(k, E8M0_MIN_EXP), E8M0_MAX_EXP).astype(np.int64)  # (np.clip costs more on short arrays)
+    k = np.asarray(k, dtype=np.int64)  # computed above, never the caller's array: clamped in place
+    np.maximum(k, E8M0_MIN_EXP, out=k)  # (np.clip costs more on short arrays)
+    np.minimum(k, E8M0_MAX_EXP, out=k)
+    return k
 
 
 @dataclass(frozen=True)
@@ -171,8 +181,6 @@ class MXScaling(Recipe):
             raise ValueError(f"amax {float(a[np.isfinite(a)].max()):.4g} is beyond float32's range, from which OCP MX "
                              "takes its elements (and rceil/even compute their scales); scale the input down first")
         k = mx_scale_exponents(amax, fmt, self.scale_rounding)
-        # 2^k as float32 bits: the biased exponent k + 127 in place, or 2^-127's subnormal pattern
-        scales = np.where(k == E8M0_MIN_EXP, 0x00400000, (k + 127) << 23).astype(np.uint32).view(np.float32)
         # E8M0's code of 2^k is k + bias (k is clipped to the codes of finite scales); tests check it equals encode()
-        codes = (k + get_format("e8m0").bias).astype(np.uint8)
-        return ScaleSet(scales, "e8m0", info={"scale_codes": codes})
+        idx = k + _E8M0_BIAS
+        return ScaleSet(_POW2_SCALES.take(idx), "e8m0", info={"scale_codes": idx.astype(np.uint8)})

@@ -1,0 +1,185 @@
+/* fp8lab's C kernels: the element loops of a scaled FP8 cast and a table decode, one pass each.
+ *
+ * Built by fp8lab/codec/ckernels.py on first use (gcc, -O3, no fast-math, no FMA contraction) and
+ * called through ctypes on contiguous CPU tensors. Every formula here is the one of the codec's
+ * bit-level algorithm (fp8lab/codec/core.py) for 8-bit signed formats with subnormals, written for
+ * one float32 at a time; its parameters come from the format's dataclass. The tests compare it with
+ * torch's cast on every finite float32 (tests/test_ckernels.py).
+ */
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    int32_t mantissa_bits;   /* m */
+    int32_t bias;            /* the format's exponent bias */
+    uint32_t max_bits;       /* float32 bits of the format's max */
+    uint32_t max_code;       /* the code of max (magnitude) */
+    uint32_t normal_bits;    /* float32 bits of the smallest normal, 2^(1 - bias) */
+    float sub_scale;         /* 2^(m - 1 + bias): a subnormal's magnitude times this is its code */
+    int32_t unsigned_zero;   /* fnuz: a value that rounds to zero gets code 0, never the sign bit alone */
+} enc_params;
+
+static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+/* The saturating, round-to-nearest-even code of a finite float32 (|t| beyond max gives max), and in *value the
+   float32 value of that code. Branch-free, so that the loops vectorize: the normal and the subnormal candidates
+   are both computed and one is selected. */
+static inline uint8_t encode_one(float t, uint32_t shift, uint32_t rebias, uint32_t max_bits, uint32_t max_code,
+                                 uint32_t normal_bits, float sub_scale, float sub_step, uint32_t signed_zero,
+                                 float *value) {
+    uint32_t u = f2u(t);
+    uint32_t sign = (u >> 24) & 0x80u;
+    uint32_t a = u & 0x7FFFFFFFu;
+    /* normal: round the dropped mantissa bits to nearest, ties to even, carrying into the exponent; rebias.
+       The rounded float32 (those bits cleared) is the code's value. */
+    uint32_t r = a + ((1u << (shift - 1u)) - 1u) + ((a >> shift) & 1u);
+    uint32_t normal = (r >> shift) - rebias;
+    uint32_t normal_value = r & ~((1u << shift) - 1u);
+    /* subnormal: |t| * 2^(m - emin) is exact (a power of two); adding and removing 2^23 rounds it to an
+       integer, ties to even (exact below 2^23; it is at most 2^m here), whose value is that integer times
+       the subnormal step 2^(emin - m). Larger magnitudes enter as 0. */
+    float small = a < normal_bits ? u2f(a) : 0.0f;
+    float rounded = (small * sub_scale + 8388608.0f) - 8388608.0f;
+    uint32_t sub = (uint32_t)(int32_t)rounded;
+    uint32_t sub_value = f2u(rounded * sub_step);
+    uint32_t mag = a < normal_bits ? sub : normal;
+    uint32_t mag_value = a < normal_bits ? sub_value : normal_value;
+    mag = a >= max_bits ? max_code : mag;
+    mag_value = a >= max_bits ? max_bits : mag_value;
+    uint32_t keep_sign = (mag != 0u) | signed_zero;  /* fnuz: a value that rounds to zero gets +0 (0x80 is NaN) */
+    uint32_t s = keep_sign ? sign : 0u;
+    *value = u2f(mag_value | (s << 24));
+    return (uint8_t)(s | mag);
+}
+
+/* one element of the scaled cast: its code, and its value where asked for */
+#define STORE(t_expr) do { \
+        cr[j] = encode_one((t_expr), shift, rebias, max_bits, max_code, normal_bits, sub_scale, sub_step, signed_zero, &v); \
+        if (vr) vr[j] = v; \
+    } while (0)
+
+/* codes[i, j] = encode(x[i, j] / scales[i / brows, j / bcols]) for a contiguous (rows, cols) matrix; with clamp,
+   x / s is clamped to +-max first (as torch's clamp_ before its cast). With values (not NULL), each code's value
+   is written there as well (the rounded x / s: what decoding the code gives). */
+void fp8lab_scaled_encode(const float *restrict x, int64_t rows, int64_t cols, const float *restrict scales,
+                          int64_t brows, int64_t bcols, int32_t clamp, int32_t reciprocal, float fmt_max,
+                          const enc_params *restrict p, uint8_t *restrict codes, float *restrict values) {
+    const uint32_t shift = 23u - (uint32_t)p->mantissa_bits;
+    const uint32_t rebias = (uint32_t)(127 - p->bias) << p->mantissa_bits;
+    const uint32_t max_bits = p->max_bits, max_code = p->max_code, normal_bits = p->normal_bits;
+    const float sub_scale = p->sub_scale, sub_step = 1.0f / p->sub_scale;  /* a power of two: exact */
+    const uint32_t signed_zero = p->unsigned_zero ? 0u : 1u;
+    const int64_t scols = cols / bcols;
+    float v;
+    for (int64_t i = 0; i < rows; i++) {
+        const float *restrict xr = x + i * cols;
+        float *restrict vr = values ? values + i * cols : 0;
+        const float *restrict sr = scales + (i / brows) * scols;
+        uint8_t *restrict cr = codes + i * cols;
+        if (bcols == 1) {  /* column blocks: a scale per element of the row, the row walked once */
+            if (clamp) {
+                for (int64_t j = 0; j < cols; j++) {
+                    float t = xr[j] / sr[j];
+                    t = t > fmt_max ? fmt_max : t;
+                    t = t < -fmt_max ? -fmt_max : t;
+                    STORE(t);
+                }
+            } else {
+                for (int64_t j = 0; j < cols; j++)
+                    STORE(xr[j] / sr[j]);
+            }
+        } else {
+            for (int64_t jb = 0; jb < scols; jb++) {
+                const float s = sr[jb];
+                const float inv = 1.0f / s;
+                const int64_t j0 = jb * bcols, j1 = j0 + bcols;
+                if (reciprocal && !clamp) {  /* power-of-two scales: x * 2^-k is x / 2^k, both rounded once */
+                    for (int64_t j = j0; j < j1; j++)
+                        STORE(xr[j] * inv);
+                } else if (clamp) {
+                    for (int64_t j = j0; j < j1; j++) {
+                        float t = xr[j] / s;
+                        t = t > fmt_max ? fmt_max : t;
+                        t = t < -fmt_max ? -fmt_max : t;
+                        STORE(t);
+                    }
+                } else {
+                    for (int64_t j = j0; j < j1; j++)
+                        STORE(xr[j] / s);
+                }
+            }
+        }
+    }
+}
+
+/* amax[i / brows, j / bcols] = max |x[i, j]| over each block of a contiguous (rows, cols) matrix, as float32
+   (+0.0 for a block of zeros). Returns how many rows hold an inf or NaN (their blocks' amax is then
+   meaningless; 0 means every element is finite). |x| is compared as its bits, ordered like the magnitudes. */
+int64_t fp8lab_block_amax(const float *restrict x, int64_t rows, int64_t cols, int64_t brows, int64_t bcols,
+                          float *restrict amax) {
+    const int64_t scols = cols / bcols;
+    const int64_t nblocks = (rows / brows) * scols;
+    uint32_t *restrict out = (uint32_t *)amax;
+    uint32_t bad = 0;
+    int64_t nonfinite = 0;
+    for (int64_t b = 0; b < nblocks; b++) out[b] = 0u;
+    for (int64_t i = 0; i < rows; i++) {
+        const uint32_t *restrict xr = (const uint32_t *)(x + i * cols);
+        uint32_t *restrict orow = out + (i / brows) * scols;
+        if (bcols == 1) {  /* column blocks: one running max per column, the row walked once */
+            for (int64_t j = 0; j < cols; j++) {
+                uint32_t a = xr[j] & 0x7FFFFFFFu;
+                orow[j] = a > orow[j] ? a : orow[j];
+                bad |= a >= 0x7F800000u ? 1u : 0u;
+            }
+        } else {
+            for (int64_t jb = 0; jb < scols; jb++) {
+                uint32_t m = orow[jb];
+                for (int64_t j = jb * bcols; j < (jb + 1) * bcols; j++) {
+                    uint32_t a = xr[j] & 0x7FFFFFFFu;
+                    m = a > m ? a : m;
+                    bad |= a >= 0x7F800000u ? 1u : 0u;
+                }
+                orow[jb] = m;
+            }
+        }
+        if (bad) { nonfinite++; bad = 0; }
+    }
+    return nonfinite;
+}
+
+/* values[i] = table[codes[i]]: a 256-entry table of float32 values (the codec's own, built from the bits). */
+void fp8lab_table_decode(const uint8_t *restrict codes, int64_t n, const float *restrict table,
+                         float *restrict values) {
+    for (int64_t i = 0; i < n; i++) values[i] = table[codes[i]];
+}
+
+/* counts[0] = how many of the n float32 x are nonzero, counts[1] = how many of those have a code whose value is
+   zero (is_zero[code] != 0): the elements a cast flushed to zero. */
+void fp8lab_flush_count(const float *restrict x, const uint8_t *restrict codes, int64_t n,
+                        const uint8_t *restrict is_zero, int64_t *restrict counts) {
+    const uint32_t *restrict xb = (const uint32_t *)x;
+    int64_t nonzero = 0, flushed = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t nz = (xb[i] & 0x7FFFFFFFu) != 0u;
+        nonzero += nz;
+        flushed += nz & (uint32_t)(is_zero[codes[i]] != 0);
+    }
+    counts[0] = nonzero;
+    counts[1] = flushed;
+}
+
+/* out = the transpose of a contiguous (rows, cols) float32 matrix, contiguous (cols, rows): copied in 32x32 tiles
+   so that reads and writes both stay within a few cache lines at a time. */
+void fp8lab_transpose_f32(const float *restrict x, int64_t rows, int64_t cols, float *restrict out) {
+    const int64_t T = 32;
+    for (int64_t i0 = 0; i0 < rows; i0 += T) {
+        const int64_t i1 = i0 + T < rows ? i0 + T : rows;
+        for (int64_t j0 = 0; j0 < cols; j0 += T) {
+            const int64_t j1 = j0 + T < cols ? j0 + T : cols;
+            for (int64_t j = j0; j < j1; j++)
+                for (int64_t i = i0; i < i1; i++) out[j * rows + i] = x[i * cols + j];
+        }
+    }
+}

@@ -1,0 +1,300 @@
+"""C kernels for the CPU hot loops: a scaled FP8 cast, blockwise amax, and a table decode, one pass each.
+
+The training layer quantizes and decodes a few million elements per step. In eager torch a scaled
+cast is a handful of passes (|x|, a reduction, a division, torch's scalar FP8 cast) and a decode
+another handful, each a separate call; ``_kernels.c`` does each in one loop that gcc vectorizes.
+The formulas are the codec's bit-level ones, for 8-bit signed float formats with subnormals (E4M3,
+E5M2 and their fnuz variants), their parameters computed from the format (:func:`encode_params`).
+
+The library is compiled on first use with the system's gcc (``-O3 -march=native``, no fast-math,
+no FMA contraction: every operation rounds as IEEE 754 says) into a cache directory
+(``$FP8LAB_CACHE_DIR``, else ``~/.cache/fp8lab``), keyed by the source, the compiler and the CPU.
+Without gcc, or with ``FP8LAB_NO_CKERNELS=1``, :func:`library` is None and everything runs in
+torch as before, with the same results: ``tests/test_ckernels.py`` checks the cast against torch's
+on every finite float32, and the amax and decode against torch and the codec.
+
+>>> import torch
+>>> from fp8lab.registry import get_format
+>>> if available():
+...     codes = scaled_encode(torch.tensor([[1.0, -3.0]]), torch.tensor([[0.5]]), (1, 2), get_format("e4m3"))
+...     assert codes.tolist() == [[64, 200]]   # 2.0 and -6.0
+>>> reason() is None or isinstance(reason(), str)
+True
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..formats import FloatFormat, Format
+from .backend import torch
+
+__all__ = ["available", "reason", "library", "encode_params", "scaled_encode", "block_amax", "table_decode",
+           "flush_count", "transposed"]
+
+_SOURCE = Path(__file__).with_name("_kernels.c")
+_FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-fno-trapping-math", "-shared", "-fPIC"]
+
+
+class _EncParams(ctypes.Structure):
+    _fields_ = [("mantissa_bits", ctypes.c_int32), ("bias", ctypes.c_int32), ("max_bits", ctypes.c_uint32),
+                ("max_code", ctypes.c_uint32), ("normal_bits", ctypes.c_uint32), ("sub_scale", ctypes.c_float),
+                ("unsigned_zero", ctypes.c_int32)]
+
+
+_why_not: list[str] = []
+
+
+def _cache_dir() -> Path:
+    env = os.environ.get("FP8LAB_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "fp8lab"
+
+
+def _cpu_id() -> str:
+    """What ``-march=native`` depends on: the machine and its CPU's feature flags."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln for ln in f if ln.startswith(("flags", "Features"))), "")
+    except OSError:
+        flags = ""
+    return platform.machine() + flags
+
+
+def _build(cc: str) -> Path:
+    """Compile ``_kernels.c`` (once per source, compiler and CPU) and return the shared library's path."""
+    version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
+    key = hashlib.sha256("\0".join([_SOURCE.read_text(), " ".join(_FLAGS), version, _cpu_id()]).encode()).hexdigest()
+    out = _cache_dir() / f"fp8lab_kernels_{key[:16]}.so"
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=out.parent)  # built aside, then moved in: parallel builds are safe
+    os.close(fd)
+    try:
+        res = subprocess.run([cc, *_FLAGS, "-o", tmp, str(_SOURCE)], capture_output=True, text=True, timeout=120)
+        if res.returncode:
+            raise OSError(f"{cc} failed: {res.stderr.strip()[:500]}")
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def library() -> Any:
+    """The loaded kernels (a ctypes library), or None where they cannot be built (see :func:`reason`).
+
+    >>> library() is None or hasattr(library(), "fp8lab_scaled_encode")
+    True
+    """
+    if os.environ.get("FP8LAB_NO_CKERNELS"):
+        _why_not.append("FP8LAB_NO_CKERNELS is set")
+        return None
+    if torch is None:
+        _why_not.append("torch is not installed")
+        return None
+    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
+    if not cc:
+        _why_not.append("no C compiler (gcc) found")
+        return None
+    try:
+        lib = ctypes.CDLL(str(_build(cc)))
+    except (OSError, subprocess.SubprocessError) as e:
+        _why_not.append(f"building the kernels failed: {e}")
+        return None
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    lib.fp8lab_scaled_encode.argtypes = [ptr, i64, i64, ptr, i64, i64, ctypes.c_int32, ctypes.c_int32, ctypes.c_float,
+                                         ctypes.POINTER(_EncParams), ptr, ptr]
+    lib.fp8lab_scaled_encode.restype = None
+    lib.fp8lab_block_amax.argtypes = [ptr, i64, i64, i64, i64, ptr]
+    lib.fp8lab_block_amax.restype = i64
+    lib.fp8lab_table_decode.argtypes = [ptr, i64, ptr, ptr]
+    lib.fp8lab_table_decode.restype = None
+    lib.fp8lab_flush_count.argtypes = [ptr, ptr, i64, ptr, ptr]
+    lib.fp8lab_flush_count.restype = None
+    lib.fp8lab_transpose_f32.argtypes = [ptr, i64, i64, ptr]
+    lib.fp8lab_transpose_f32.restype = None
+    return lib
+
+
+def available() -> bool:
+    """Whether the C kernels are built and loaded here.
+
+    >>> isinstance(available(), bool)
+    True
+    """
+    return library() is not None
+
+
+def reason() -> str | None:
+    """Why the kernels are not available (None when they are).
+
+    >>> reason() is None or "kernels" in reason() or "compiler" in reason() or "FP8LAB" in reason()
+    True
+    """
+    return None if available() else (_why_not[-1] if _why_not else "unknown")
+
+
+@functools.lru_cache(maxsize=64)
+def encode_params(fmt: Format) -> _EncParams | None:
+    """The kernel's parameters for ``fmt``, computed from its fields, or None if the kernel cannot encode it.
+
+    Served: 8-bit signed float formats with subnormals, 1 to 7 mantissa bits and a normal range
+    inside float32's (E4M3FN, E5M2, E4M3FNUZ, E5M2FNUZ and custom ones with their layouts).
+
+    >>> from fp8lab.registry import get_format
+    >>> p = encode_params(get_format("e4m3")); (p.mantissa_bits, p.bias, hex(p.max_code), p.sub_scale)
+    (3, 7, '0x7e', 512.0)
+    >>> encode_params(get_format("fp4")) is None
+    True
+    """
+    if not (isinstance(fmt, FloatFormat) and fmt.bits == 8 and fmt.signed and fmt.subnormals
+            and 1 <= fmt.mantissa_bits <= 7 and fmt.special in ("ieee", "fn", "fnuz")):
+        return None
+    m, bias = fmt.mantissa_bits, fmt.bias
+    if not -126 <= 1 - bias <= 127:
+        return None
+    bits = lambda v: int(np.array(v, dtype=np.float32).view(np.uint32))  # noqa: E731
+    return _EncParams(m, bias, bits(fmt.max), int(fmt.max_code), bits(2.0 ** (1 - bias)), 2.0 ** (m - 1 + bias),
+                      int(fmt.special == "fnuz"))
+
+
+def _ok(t: Any, dtype: Any) -> bool:
+    return t.is_cpu and t.dtype == dtype and t.is_contiguous()
+
+
+def scaled_encode(x: Any, scales: Any, block: tuple[int, int], fmt: Format, *, clamp: bool = False,
+                  reciprocal: bool = False, values: bool = False) -> Any:
+    """uint8 codes of ``x / scale`` for a contiguous float32 CPU matrix, each ``block`` sharing a scale (rounded once, as torch divides).
+
+    ``scales`` is float32 (rows / block[0], cols / block[1]); ``clamp`` clamps ``x / scale`` to
+    ``±max`` first (torch's ``clamp_`` before its cast); ``reciprocal`` multiplies by ``1 / scale``
+    instead, which is the same operation when every scale is a power of two. ``x / scale`` must be
+    finite (the caller checks); beyond ``max`` it saturates. ``values=True`` returns ``(codes,
+    values)``, the codes' float32 values computed in the same pass (the rounded ``x / scale``: what
+    :func:`table_decode` of the codes gives).
+
+    >>> import torch
+    >>> from fp8lab.registry import get_format
+    >>> if available():
+    ...     assert scaled_encode(torch.full((2, 4), 900.0), torch.ones(1, 1), (2, 4), get_format("e4m3")).unique().tolist() == [126]
+    """
+    lib, p = library(), encode_params(fmt)
+    if lib is None or p is None:
+        raise RuntimeError(f"the C kernels cannot encode {fmt.name}: {reason() or 'not an 8-bit signed format with subnormals'}")
+    rows, cols = x.shape
+    br, bc = block
+    if not (_ok(x, torch.float32) and _ok(scales, torch.float32)) or rows % br or cols % bc or \
+            tuple(scales.shape) != (rows // br, cols // bc):
+        raise ValueError(f"scaled_encode takes a contiguous float32 CPU matrix of whole blocks and its scales, got "
+                         f"{tuple(x.shape)} in blocks {block} with scales {tuple(scales.shape)}")
+    codes = torch.empty((rows, cols), dtype=torch.uint8)
+    vals = torch.empty((rows, cols), dtype=torch.float32) if values else None
+    lib.fp8lab_scaled_encode(x.data_ptr(), rows, cols, scales.data_ptr(), br, bc, int(clamp), int(reciprocal),
+                             float(fmt.max), ctypes.byref(p), codes.data_ptr(), vals.data_ptr() if values else None)
+    return (codes, vals) if values else codes
+
+
+def block_amax(x: Any, block: tuple[int, int]) -> tuple[np.ndarray, bool]:
+    """(the largest magnitude of each block as float32 (rows / block[0], cols / block[1]), whether all of ``x`` is finite).
+
+    >>> import torch
+    >>> if available():
+    ...     amax, finite = block_amax(torch.tensor([[1.0, -5.0], [2.0, 0.5]]), (1, 2))
+    ...     assert amax.tolist() == [[5.0], [2.0]] and finite
+    """
+    lib = library()
+    rows, cols = x.shape
+    br, bc = block
+    if lib is None or not _ok(x, torch.float32) or rows % br or cols % bc:
+        raise ValueError(f"block_amax takes a contiguous float32 CPU matrix of whole blocks, got {tuple(x.shape)} "
+                         f"in blocks {block} ({reason() or 'kernels available'})")
+    out = np.empty((rows // br, cols // bc), dtype=np.float32)
+    bad = lib.fp8lab_block_amax(x.data_ptr(), rows, cols, br, bc, out.ctypes.data)
+    return out, bad == 0
+
+
+@functools.lru_cache(maxsize=64)
+def _table(fmt: Format) -> Any:
+    from .impl import code_values
+
+    table = np.full(256, np.nan, dtype=np.float32)  # 256 entries whatever the width: no code reads outside it
+    values = code_values(fmt)
+    table[: len(values)] = values
+    return torch.from_numpy(table)
+
+
+def table_decode(codes: Any, fmt: Format, out: Any = None) -> Any:
+    """float32 values of uint8 CPU ``codes`` of an 8-bit format: one look-up each in the codec's table of all 256 values.
+
+    ``out`` is an optional float32 (or int32, reinterpreted) buffer with ``codes.numel()`` elements.
+
+    >>> import torch
+    >>> from fp8lab.registry import get_format
+    >>> if available():
+    ...     assert table_decode(torch.tensor([56, 0x7E], dtype=torch.uint8), get_format("e4m3")).tolist() == [1.0, 448.0]
+    """
+    lib = library()
+    if lib is None or fmt.bits > 8 or not codes.is_cpu or codes.dtype != torch.uint8:
+        raise ValueError(f"table_decode takes uint8 CPU codes of an 8-bit format ({reason() or 'kernels available'})")
+    c = codes.contiguous()
+    res = torch.empty(c.shape, dtype=torch.float32) if out is None else out.view(torch.float32).view(c.shape)
+    lib.fp8lab_table_decode(c.data_ptr(), c.numel(), _table(fmt).data_ptr(), res.data_ptr())
+    return res
+
+
+@functools.lru_cache(maxsize=64)
+def _zero_table(fmt: Format) -> Any:
+    from .impl import code_values
+
+    table = np.zeros(256, dtype=np.uint8)
+    values = code_values(fmt)
+    table[: len(values)] = values == 0
+    return table
+
+
+def flush_count(x: Any, codes: Any, fmt: Format) -> tuple[int, int]:
+    """(nonzero elements of ``x``, how many of them have a code whose value is zero): what a cast flushed, in one pass.
+
+    ``x`` is a contiguous float32 CPU tensor and ``codes`` its contiguous uint8 codes of an 8-bit format.
+
+    >>> import torch
+    >>> from fp8lab.registry import get_format
+    >>> if available():
+    ...     assert flush_count(torch.tensor([0.0, 1e-9, 2.0]), torch.tensor([0, 128, 64], dtype=torch.uint8), get_format("e4m3")) == (2, 1)
+    """
+    lib = library()
+    if lib is None or fmt.bits > 8 or not (_ok(x, torch.float32) and _ok(codes, torch.uint8)) or x.shape != codes.shape:
+        raise ValueError(f"flush_count takes a contiguous float32 CPU tensor and its contiguous uint8 codes of one shape "
+                         f"({reason() or 'kernels available'})")
+    counts = np.zeros(2, dtype=np.int64)
+    lib.fp8lab_flush_count(x.data_ptr(), codes.data_ptr(), x.numel(), _zero_table(fmt).ctypes.data, counts.ctypes.data)
+    return int(counts[0]), int(counts[1])
+
+
+def transposed(x: Any) -> Any:
+    """A contiguous copy of ``x.t()`` for a contiguous float32 CPU matrix ``x`` (a tiled copy: faster than torch's here).
+
+    >>> import torch
+    >>> if available():
+    ...     assert transposed(torch.tensor([[1.0, 2.0, 3.0]])).tolist() == [[1.0], [2.0], [3.0]]
+    """
+    lib = library()
+    if lib is None or x.ndim != 2 or not _ok(x, torch.float32):
+        raise ValueError(f"transposed takes a contiguous float32 CPU matrix ({reason() or 'kernels available'})")
+    rows, cols = x.shape
+    out = torch.empty((cols, rows), dtype=torch.float32)
+    lib.fp8lab_transpose_f32(x.data_ptr(), rows, cols, out.data_ptr())
+    return out

@@ -1,0 +1,220 @@
+"""The C kernels (fp8lab/codec/ckernels.py) against torch's casts and the codec: the cast on every finite float32.
+
+Oracles: torch's own float8 casts (an independent implementation) for the codes, the codec's bit-level
+decode for the values, torch's reductions and counts for amax and underflow, and the torch path of
+the training layer (``disable_paths("ckernel")``) for whole training steps.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fp8lab as fl
+from fp8lab.codec import ckernels, disable_paths, force_path
+from fp8lab.codec.paths import which_path
+
+pytestmark = pytest.mark.skipif(not ckernels.available(), reason=f"no C kernels here: {ckernels.reason()}")
+
+CASTS = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2, "e4m3fnuz": torch.float8_e4m3fnuz,
+         "e5m2fnuz": torch.float8_e5m2fnuz}
+
+
+def _floats(bits: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(bits.astype(np.uint32).view(np.float32)).reshape(1, -1)
+
+
+def _check_against_torch(x: torch.Tensor, name: str) -> None:
+    """C codes == torch's cast where |x| <= max (saturation to max beyond), values == the codec's decode, bitwise."""
+    fmt = fl.get_format(name)
+    x = torch.where(torch.isfinite(x), x, torch.zeros(()))
+    codes, values = ckernels.scaled_encode(x, torch.ones(1, 1), tuple(x.shape), fmt, values=True)
+    want = x.clamp(-fmt.max, fmt.max).to(CASTS[name]).view(torch.uint8)  # torch's cast, saturating as the codec does
+    bad = codes != want
+    assert not bool(bad.any()), (name, x[bad][:4].tolist(), codes[bad][:4].tolist(), want[bad][:4].tolist())
+    dec = fl.decode(codes, fmt)
+    assert torch.equal(values.view(torch.int32), dec.view(torch.int32)), name
+
+
+@pytest.mark.parametrize("name", list(CASTS))
+def test_the_cast_matches_torch_on_a_sweep_of_every_exponent_and_the_rounding_boundaries(name):
+    """Every float32 sign and exponent with 64 mantissas (the ends, around each FP8 rounding point, random),
+    and every FP8 code's value, its neighbours one float32 ulp away and the midpoints to the next code."""
+    rng = np.random.default_rng(0)
+    top = np.arange(1 << 9, dtype=np.uint64) << 23                      # sign and exponent
+    half = 1 << (23 - fl.get_format(name).mantissa_bits - 1)  # half of the float32 mantissa step FP8 keeps
+    low = np.concatenate([[0, 1, (1 << 23) - 1], [half - 1, half, half + 1, 3 * half, 3 * half - 1, 3 * half + 1],
+                          rng.integers(0, 1 << 23, 55)]).astype(np.uint64)
+    bits = (top[:, None] | low[None, :]).ravel()
+    vals = fl.decode(np.arange(256, dtype=np.uint8), name).astype(np.float32)
+    vals = np.sort(vals[np.isfinite(vals)])
+    mids = ((vals[1:].astype(np.float64) + vals[:-1]) / 2).astype(np.float32)
+    near = np.concatenate([vals, mids, np.nextafter(vals, np.inf), np.nextafter(vals, -np.inf),
+                           np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf)]).view(np.uint32)
+    _check_against_torch(_floats(np.concatenate([bits, near.astype(np.uint64)])), name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["e4m3", "e5m2"])
+def test_the_cast_matches_torch_on_every_finite_float32(name):
+    """All 2^32 - 2^24 finite bit patterns, one float32 binade (2^23 patterns) at a time: the C codes are torch's
+    cast (saturating), and the values the C cast computes are the codec's table values of those codes. (The
+    two formats training uses; about 50 s each. The fnuz variants differ only in parameters the sweep above
+    covers at every exponent.)"""
+    fmt = fl.get_format(name)
+    step = 1 << 23
+    offsets = torch.arange(step, dtype=torch.int32)
+    bits = torch.empty(1, step, dtype=torch.int32)
+    for start in range(0, 1 << 32, step):
+        if (start >> 23) & 0xFF == 0xFF:
+            continue  # inf and NaN
+        torch.add(offsets, start - (1 << 32) if start >= 1 << 31 else start, out=bits[0])  # the binade's patterns
+        x = bits.view(torch.float32)
+        codes, values = ckernels.scaled_encode(x, torch.ones(1, 1), tuple(x.shape), fmt, values=True)
+        assert torch.equal(codes, x.clamp_(-fmt.max, fmt.max).to(CASTS[name]).view(torch.uint8)), (name, hex(start))
+        assert torch.equal(values.view(torch.int32), ckernels.table_decode(codes, fmt).view(torch.int32)), (name, hex(start))
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.sampled_from([1, 4, 32, 64]), cols=st.sampled_from([32, 64, 128]),
+       block=st.sampled_from(["row", "col", "whole", "mx", "mxcol", "tile"]), name=st.sampled_from(list(CASTS)),
+       log_scale=st.integers(-30, 20), pow2=st.booleans(), clamp=st.booleans(), seed=st.integers(0, 2**16))
+def test_the_scaled_cast_is_torch_dividing_clamping_and_casting(rows, cols, block, name, log_scale, pow2, clamp, seed):
+    """codes(x / s) with a scale per block (rows, columns, whole, 32-element blocks either way, 2x16 tiles), the
+    reciprocal form with power-of-two scales, and the clamp: the same as torch's x / s, clamp_, cast."""
+    fmt = fl.get_format(name)
+    br, bc = {"row": (1, cols), "col": (rows, 1), "whole": (rows, cols), "mx": (1, 32), "mxcol": (min(rows, 32), 1),
+              "tile": (1 if rows == 1 else 2, 16)}[block]
+    if rows % br or cols % bc:
+        return
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(rows, cols, generator=g) * torch.exp2(torch.randint(-20, 20, (rows, cols), generator=g).float())
+    s = torch.exp2(torch.randint(-3, 4, (rows // br, cols // bc), generator=g).float() + log_scale)
+    if not pow2:
+        s = s * (1 + torch.rand(s.shape, generator=g))
+    t = x / s.repeat_interleave(br, 0).repeat_interleave(bc, 1)
+    if clamp:
+        t = t.clamp(-fmt.max, fmt.max)
+    elif not bool((t.abs() <= fmt.max).all()):
+        return  # without clamp the caller guarantees |x / s| <= max
+    want = t.to(CASTS[name]).view(torch.uint8)
+    codes, values = ckernels.scaled_encode(x, s, (br, bc), fmt, clamp=clamp, reciprocal=pow2, values=True)
+    assert torch.equal(codes, want)
+    assert torch.equal(values.view(torch.int32), fl.decode(codes, fmt).view(torch.int32))
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.sampled_from([1, 3, 32]), cols=st.sampled_from([1, 32, 96]), kind=st.sampled_from(["row", "col", "whole", "b32"]),
+       special=st.sampled_from([None, "inf", "-inf", "nan", "-0"]), seed=st.integers(0, 2**16))
+def test_block_amax_is_torch_s_and_reports_non_finite_values(rows, cols, kind, special, seed):
+    br, bc = {"row": (1, cols), "col": (rows, 1), "whole": (rows, cols), "b32": (1, 32)}[kind]
+    if rows % br or cols % bc:
+        return
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(rows, cols, generator=g) * 100
+    if special:
+        x[torch.randint(0, rows, (1,), generator=g), torch.randint(0, cols, (1,), generator=g)] = float(special.replace("-0", "-0.0"))
+    amax, finite = ckernels.block_amax(x, (br, bc))
+    assert finite == bool(torch.isfinite(x).all())
+    if finite:
+        want = x.abs().reshape(rows // br, br, cols // bc, bc).amax(dim=(1, 3))
+        assert np.array_equal(amax.view(np.uint32), want.numpy().view(np.uint32))  # +0.0 for zeros, never -0.0
+
+
+@pytest.mark.parametrize("fmt", [f for f in fl.list_formats() if f.bits <= 8], ids=lambda f: f.name)
+def test_the_table_decode_is_the_codec_s_for_every_code_of_every_8_bit_format(fmt):
+    codes = torch.arange(1 << fmt.bits, dtype=torch.uint8)
+    with force_path("bitlevel", "integer"):
+        want = fl.decode(codes.numpy(), fmt)
+    got = fl.decode(codes, fmt)
+    assert which_path("decode", codes, fmt) == "ckernel"
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got.numpy()), nan)
+    assert np.array_equal(got.numpy()[~nan].view(np.uint32), want[~nan].astype(np.float32).view(np.uint32))
+
+
+def test_flush_counts_and_the_transposed_copy_are_torch_s():
+    fmt = fl.get_format("e5m2")
+    x = torch.randn(64, 96) * torch.exp2(torch.randint(-30, 5, (64, 96)).float())
+    x[::7] = 0.0
+    codes = fl.encode(x, fmt, saturate=True)
+    nonzero, flushed = ckernels.flush_count(x, codes, fmt)
+    assert nonzero == int(torch.count_nonzero(x))
+    assert flushed == int(((x != 0) & (fl.decode(codes, fmt) == 0)).sum()) > 0
+    assert torch.equal(ckernels.transposed(x), x.t().contiguous())
+    for bad in (x.t(), x.double()):
+        with pytest.raises(ValueError, match="contiguous float32"):
+            ckernels.transposed(bad)
+
+
+def test_bad_operands_get_clear_errors():
+    e4 = fl.get_format("e4m3")
+    with pytest.raises(ValueError, match="whole blocks"):
+        ckernels.scaled_encode(torch.zeros(4, 6), torch.ones(1, 1), (4, 4), e4)
+    with pytest.raises(ValueError, match="whole blocks"):
+        ckernels.scaled_encode(torch.zeros(4, 4).t(), torch.ones(1, 1), (4, 4), e4)
+    with pytest.raises(RuntimeError, match="cannot encode float4_e2m1fn"):
+        ckernels.scaled_encode(torch.zeros(4, 4), torch.ones(1, 1), (4, 4), fl.get_format("fp4"))
+    assert ckernels.encode_params(fl.get_format("e8m0")) is None  # unsigned, no mantissa
+
+
+@pytest.mark.parametrize("name", ["fp8-tensorwise-delayed", "fp8-tensorwise-current", "fp8-rowwise", "mxfp8",
+                                  "fp8-blockwise", "fp8-unscaled", "fp8-e4m3-grads-unscaled"])
+def test_a_training_step_is_the_same_with_and_without_the_c_kernels(name):
+    """Two forward and backward passes of a layer (the second reads the first's delayed-scaling history):
+    outputs, both gradients and every statistic are identical on the torch path."""
+    def run():
+        torch.manual_seed(0)
+        lin = fl.nn.Fp8Linear(256, 128, recipe=name)
+        out = []
+        for i in range(2):
+            x = (torch.randn(64, 256) * 10.0 ** (i - 1)).requires_grad_()
+            y = lin(x)
+            y.backward(torch.randn_like(y) * 1e-3)
+            out.append((y.detach(), x.grad, lin.weight.grad.clone(), repr(lin.stats)))
+        return out
+
+    with_c = run()
+    with disable_paths("ckernel"):
+        without = run()
+    for (ya, ga, wa, sa), (yb, gb, wb, sb) in zip(with_c, without):
+        assert torch.equal(ya, yb) and torch.equal(ga, gb) and torch.equal(wa, wb) and sa == sb
+
+
+def test_without_a_compiler_everything_runs_in_torch_with_the_same_results(tmp_path):
+    """FP8LAB_NO_CKERNELS (as on a machine without gcc): no kernels, a reason, the half decode, the same QTensor."""
+    code = (
+        "import torch, fp8lab as fl\n"
+        "from fp8lab.codec import ckernels\n"
+        "from fp8lab.codec.paths import which_path\n"
+        "x = torch.randn(64, 128, generator=torch.Generator().manual_seed(1))\n"
+        "q = fl.quantize_tensor(x, 'e4m3', fl.scaling.AxisScaling(pow2=True))\n"
+        "print(ckernels.available(), ckernels.reason(), which_path('decode', q.codes, 'e4m3'))\n"
+        "torch.save((q.codes, q.scales), %r)\n")
+    env = dict(os.environ, FP8LAB_NO_CKERNELS="1")
+    out = subprocess.run([sys.executable, "-c", code % str(tmp_path / "off.pt")], env=env, capture_output=True,
+                         text=True, timeout=120, check=True).stdout.split()
+    assert out[0] == "False" and "FP8LAB_NO_CKERNELS" in " ".join(out) and out[-1] == "half"
+    codes, scales = torch.load(tmp_path / "off.pt")
+    x = torch.randn(64, 128, generator=torch.Generator().manual_seed(1))
+    q = fl.quantize_tensor(x, "e4m3", fl.scaling.AxisScaling(pow2=True))
+    assert torch.equal(codes, q.codes) and torch.equal(scales, q.scales)
+
+
+def test_the_kernels_are_built_once_per_source_into_the_cache(tmp_path):
+    """A fresh cache directory gets one library, named by a hash of the source, compiler and CPU; a second
+    process reuses it."""
+    env = dict(os.environ, FP8LAB_CACHE_DIR=str(tmp_path))
+    code = "from fp8lab.codec import ckernels; print(ckernels.available())"
+    for _ in range(2):
+        assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300,
+                              check=True).stdout.strip() == "True"
+    built = list(tmp_path.glob("fp8lab_kernels_*.so"))
+    assert len(built) == 1 and not list(tmp_path.glob("*.tmp*"))
