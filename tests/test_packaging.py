@@ -56,6 +56,8 @@ assert fl.encode([1.0, 500.0], "e4m3").tolist() == [56, 127]
 assert fl.quantize_tensor(np.ones((2, 128), np.float32), "e4m3", "1x128").dequantize().tolist()[0][0] == 1.0
 assert fl.kv_cache_bytes(fl.get_model("llama-3-70b"), seq_len=4096, batch=1, dtype="fp8") == 671088640
 assert len(fl.interview.load_bank()) > 150  # the bank is package data
+from importlib.resources import files
+assert (files("fp8lab.codec") / "_kernels.c").is_file()  # the C kernels' source, built on first use
 for what, call, extra in [("plots", lambda: __import__("fp8lab.viz"), "fp8lab[course]"),
                           ("gemm", lambda: fl.scaled_matmul(fl.quantize_tensor(np.ones((2, 4), np.float32)),
                                                             fl.quantize_tensor(np.ones((4, 2), np.float32))), "fp8lab[torch]")]:
