@@ -224,8 +224,8 @@ def test_the_underflow_fraction_counted_on_codes_equals_counting_values(fmt):
     assert _nonzero_flushed(x, q) == pytest.approx(want, abs=0)
 
 
-def _general_gemm(a, b, acc, *, va=None, vb=None):
-    """Fp8Linear's GEMM without its shortcut (operands decoded by scaled_matmul itself, every time)."""
+def _general_gemm(a, b, acc, *, va=None, vb=None, keep=(), dequantized=(False, False)):
+    """Fp8Linear's GEMM without its shortcut (operands decoded and scaled by scaled_matmul itself, every time)."""
     from fp8lab.gemm import scaled_matmul
     from fp8lab.qtensor import QTensor
     if isinstance(a, QTensor) and isinstance(b, QTensor):
@@ -237,7 +237,8 @@ def _general_gemm(a, b, acc, *, va=None, vb=None):
 
 @pytest.mark.parametrize("name", LinearRecipe.names())
 def test_the_fast_paths_change_no_bit_of_a_training_step(name, monkeypatch):
-    """quantize_tensor's fast path and the decoded-once activation give the general path's outputs, gradients and stats.
+    """The fast paths (quantize_tensor's, the C kernels' values and dequantized operands handed to the GEMM, the
+    decoded-once activation) give the general path's outputs, gradients and stats.
 
     Three steps of a two-layer stack (so delayed histories move and saturate), with shapes that exercise
     full and partial 128-blocks, compared with quantize_fast switched off and every GEMM through
@@ -264,6 +265,7 @@ def test_the_fast_paths_change_no_bit_of_a_training_step(name, monkeypatch):
 
     fast = run()
     monkeypatch.setattr(quantize_mod, "quantize_fast", lambda *a, **k: None)
+    monkeypatch.setattr(linear_mod, "quantize_fast_values", lambda *a, **k: None)
     monkeypatch.setattr(linear_mod, "_gemm", _general_gemm)
     general = run()
     for f, g in zip(fast, general):

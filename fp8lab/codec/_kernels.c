@@ -54,17 +54,19 @@ static inline uint8_t encode_one(float t, uint32_t shift, uint32_t rebias, uint3
 }
 
 /* one element of the scaled cast: its code, and its value where asked for */
-#define STORE(t_expr) do { \
+#define STORE(t_expr, scale) do { \
         cr[j] = encode_one((t_expr), shift, rebias, max_bits, max_code, normal_bits, sub_scale, sub_step, signed_zero, &v); \
-        if (vr) vr[j] = v; \
+        if (vr) vr[j] = dequant ? v * (scale) : v; \
     } while (0)
 
 /* codes[i, j] = encode(x[i, j] / scales[i / brows, j / bcols]) for a contiguous (rows, cols) matrix; with clamp,
    x / s is clamped to +-max first (as torch's clamp_ before its cast). With values (not NULL), each code's value
-   is written there as well (the rounded x / s: what decoding the code gives). */
+   is written there as well (the rounded x / s: what decoding the code gives), or with dequant that value times
+   its scale (one float32 multiply: what scaling the decoded operand in place gives). */
 void fp8lab_scaled_encode(const float *restrict x, int64_t rows, int64_t cols, const float *restrict scales,
                           int64_t brows, int64_t bcols, int32_t clamp, int32_t reciprocal, float fmt_max,
-                          const enc_params *restrict p, uint8_t *restrict codes, float *restrict values) {
+                          const enc_params *restrict p, uint8_t *restrict codes, float *restrict values,
+                          int32_t dequant) {
     const uint32_t shift = 23u - (uint32_t)p->mantissa_bits;
     const uint32_t rebias = (uint32_t)(127 - p->bias) << p->mantissa_bits;
     const uint32_t max_bits = p->max_bits, max_code = p->max_code, normal_bits = p->normal_bits;
@@ -83,11 +85,11 @@ void fp8lab_scaled_encode(const float *restrict x, int64_t rows, int64_t cols, c
                     float t = xr[j] / sr[j];
                     t = t > fmt_max ? fmt_max : t;
                     t = t < -fmt_max ? -fmt_max : t;
-                    STORE(t);
+                    STORE(t, sr[j]);
                 }
             } else {
                 for (int64_t j = 0; j < cols; j++)
-                    STORE(xr[j] / sr[j]);
+                    STORE(xr[j] / sr[j], sr[j]);
             }
         } else {
             for (int64_t jb = 0; jb < scols; jb++) {
@@ -96,17 +98,17 @@ void fp8lab_scaled_encode(const float *restrict x, int64_t rows, int64_t cols, c
                 const int64_t j0 = jb * bcols, j1 = j0 + bcols;
                 if (reciprocal && !clamp) {  /* power-of-two scales: x * 2^-k is x / 2^k, both rounded once */
                     for (int64_t j = j0; j < j1; j++)
-                        STORE(xr[j] * inv);
+                        STORE(xr[j] * inv, s);
                 } else if (clamp) {
                     for (int64_t j = j0; j < j1; j++) {
                         float t = xr[j] / s;
                         t = t > fmt_max ? fmt_max : t;
                         t = t < -fmt_max ? -fmt_max : t;
-                        STORE(t);
+                        STORE(t, s);
                     }
                 } else {
                     for (int64_t j = j0; j < j1; j++)
-                        STORE(xr[j] / s);
+                        STORE(xr[j] / s, s);
                 }
             }
         }

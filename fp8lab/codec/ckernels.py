@@ -116,7 +116,7 @@ def library() -> Any:
         return None
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.fp8lab_scaled_encode.argtypes = [ptr, i64, i64, ptr, i64, i64, ctypes.c_int32, ctypes.c_int32, ctypes.c_float,
-                                         ctypes.POINTER(_EncParams), ptr, ptr]
+                                         ctypes.POINTER(_EncParams), ptr, ptr, ctypes.c_int32]
     lib.fp8lab_scaled_encode.restype = None
     lib.fp8lab_block_amax.argtypes = [ptr, i64, i64, i64, i64, ptr]
     lib.fp8lab_block_amax.restype = i64
@@ -176,7 +176,7 @@ def _ok(t: Any, dtype: Any) -> bool:
 
 
 def scaled_encode(x: Any, scales: Any, block: tuple[int, int], fmt: Format, *, clamp: bool = False,
-                  reciprocal: bool = False, values: bool = False) -> Any:
+                  reciprocal: bool = False, values: bool = False, dequantize: bool = False) -> Any:
     """uint8 codes of ``x / scale`` for a contiguous float32 CPU matrix, each ``block`` sharing a scale (rounded once, as torch divides).
 
     ``scales`` is float32 (rows / block[0], cols / block[1]); ``clamp`` clamps ``x / scale`` to
@@ -184,7 +184,8 @@ def scaled_encode(x: Any, scales: Any, block: tuple[int, int], fmt: Format, *, c
     instead, which is the same operation when every scale is a power of two. ``x / scale`` must be
     finite (the caller checks); beyond ``max`` it saturates. ``values=True`` returns ``(codes,
     values)``, the codes' float32 values computed in the same pass (the rounded ``x / scale``: what
-    :func:`table_decode` of the codes gives).
+    :func:`table_decode` of the codes gives); with ``dequantize=True`` each value times its scale (one
+    float32 multiply, as ``QTensor.dequantize`` and the K-blocked GEMM's scaling do).
 
     >>> import torch
     >>> from fp8lab.registry import get_format
@@ -203,7 +204,8 @@ def scaled_encode(x: Any, scales: Any, block: tuple[int, int], fmt: Format, *, c
     codes = torch.empty((rows, cols), dtype=torch.uint8)
     vals = torch.empty((rows, cols), dtype=torch.float32) if values else None
     lib.fp8lab_scaled_encode(x.data_ptr(), rows, cols, scales.data_ptr(), br, bc, int(clamp), int(reciprocal),
-                             float(fmt.max), ctypes.byref(p), codes.data_ptr(), vals.data_ptr() if values else None)
+                             float(fmt.max), ctypes.byref(p), codes.data_ptr(), vals.data_ptr() if values else None,
+                             int(dequantize))
     return (codes, vals) if values else codes
 
 

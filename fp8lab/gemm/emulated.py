@@ -41,16 +41,20 @@ _ALIGN_BYTES = 64 << 20  # model "align": float64 products of a row tile, (rows,
 
 
 def _scale_k_blocks_(va, vb, p: Problem) -> None:
-    """Multiply A's columns and B's rows, K-block by K-block, by their scales (in place)."""
+    """Multiply A's columns and B's rows, K-block by K-block, by their scales (in place; None: leave that operand)."""
     g, nkb = p.k_block, p.n_kblocks
     full = (p.k // g) * g
     nfull = full // g
     if nfull:
-        va[:, :full].view(p.m, nfull, g).mul_(p.sa[:, :nfull, None])
-        vb[:full].view(nfull, g, p.n).mul_(p.sb[:nfull, None, :])
+        if va is not None:
+            va[:, :full].view(p.m, nfull, g).mul_(p.sa[:, :nfull, None])
+        if vb is not None:
+            vb[:full].view(nfull, g, p.n).mul_(p.sb[:nfull, None, :])
     if full < p.k:
-        va[:, full:].mul_(p.sa[:, nkb - 1:nkb])
-        vb[full:].mul_(p.sb[nkb - 1:nkb])
+        if va is not None:
+            va[:, full:].mul_(p.sa[:, nkb - 1:nkb])
+        if vb is not None:
+            vb[full:].mul_(p.sb[nkb - 1:nkb])
 
 
 def exact(p: Problem):
@@ -66,12 +70,15 @@ def exact(p: Problem):
     return exact_values(p)
 
 
-def exact_values(p: Problem, va=None, vb=None, *, consume: tuple[bool, bool] = (False, False)):
+def exact_values(p: Problem, va=None, vb=None, *, consume: tuple[bool, bool] = (False, False),
+                 dequantized: tuple[bool, bool] = (False, False)):
     """:func:`exact` with either operand's float32 values given (decoded by the caller, who may reuse them).
 
     Given values are read, never modified, unless ``consume`` says so for that operand (A, B): then
-    the caller hands them over and a K-blocked GEMM scales them in place instead of on a copy. The
-    others are decoded here. The result is the same as :func:`exact`'s, bit for bit.
+    the caller hands them over and a K-blocked GEMM scales them in place instead of on a copy. For a
+    K-blocked problem ``dequantized`` says which given operands already hold decoded value times
+    scale (``QTensor.dequantize()``, what the scaling here computes). The others are decoded here.
+    The result is the same as :func:`exact`'s, bit for bit.
 
     >>> import torch
     >>> from fp8lab.codec import encode
@@ -85,17 +92,21 @@ def exact_values(p: Problem, va=None, vb=None, *, consume: tuple[bool, bool] = (
     if p.k == 0 or p.m == 0 or p.n == 0:
         return torch.zeros(p.m, p.n, dtype=torch.float32, device=p.device)
     own_a, own_b = va is None, vb is None
+    deq_a, deq_b = (bool(dequantized[0]) and not own_a), (bool(dequantized[1]) and not own_b)
     va = decode_values(p.a_codes, p.a_format, slot="a") if own_a else va
     vb = decode_values(p.b_codes, p.b_format, slot="b") if own_b else vb
     if p.n_kblocks == 1:  # scales constant along K: the epilogue applies them to the result
+        if deq_a or deq_b:
+            raise ValueError("dequantized operands are for K-blocked GEMMs; with one K-block the scales are applied "
+                             "to the result, so give the decoded values")
         out = va @ vb
         out.mul_(p.sa)
         out.mul_(p.sb)
         return out
     # K-blocks: scale the operands; our own buffers (workspace or fresh) in place, a caller's values on a copy
-    va = va if own_a or consume[0] else va.clone()
-    vb = vb if own_b or consume[1] else vb.clone()
-    _scale_k_blocks_(va, vb, p)
+    va = va if own_a or consume[0] or deq_a else va.clone()
+    vb = vb if own_b or consume[1] or deq_b else vb.clone()
+    _scale_k_blocks_(None if deq_a else va, None if deq_b else vb, p)
     return va @ vb
 
 

@@ -100,6 +100,19 @@ def _same_turned(tq: TensorQuant, shape: tuple[int, int]) -> bool:
         return _same_blocks_turned.__wrapped__(tq.scaling, shape)
 
 
+def _k_blocked(scaling: Any, shape: tuple[int, ...]) -> bool:
+    """Whether the rule's blocks split the last axis of ``shape`` (the GEMM's reduction axis): a K-blocked operand."""
+    try:
+        return _k_blocked_cached(scaling, shape)
+    except TypeError:  # a rule with an unhashable field: not cached
+        return _k_blocked_cached.__wrapped__(scaling, shape)
+
+
+@functools.lru_cache(maxsize=1024)
+def _k_blocked_cached(scaling: Any, shape: tuple[int, ...]) -> bool:
+    return tuple(scaling.block_for(shape))[-1] < shape[-1]
+
+
 @functools.lru_cache(maxsize=1024)
 def _same_blocks_turned(scaling: Any, shape: tuple[int, int]) -> bool:
     return tuple(scaling.block_for(shape[::-1]))[::-1] == tuple(scaling.block_for(shape))
@@ -114,19 +127,21 @@ def _contiguous(v: Any) -> Any:
     return v.contiguous()
 
 
-def _gemm(a: Any, b: Any, acc: Accumulator, *, va: Any = None, vb: Any = None, keep: tuple = ()) -> torch.Tensor:
+def _gemm(a: Any, b: Any, acc: Accumulator, *, va: Any = None, vb: Any = None, keep: tuple = (),
+          dequantized: tuple[bool, bool] = (False, False)) -> torch.Tensor:
     """``a @ b`` through the emulated GEMM when both are QTensors, else an FP32 matmul of the (dequantized) values.
 
     With exact accumulation it calls what ``scaled_matmul`` runs (emulated, FP32 out) directly, so that
     ``va``/``vb``, the operands' values (from the cast, or decoded once for two GEMMs), can be handed
     in; they are handed over (a K-blocked GEMM scales them in place) unless they are in ``keep``.
+    ``dequantized`` says which given values already hold value times scale (K-blocked operands).
     """
     if isinstance(a, QTensor) and isinstance(b, QTensor):
         if acc.exact:  # values made contiguous as a decode makes them: the same matmul, bit for bit
             va, vb = _contiguous(va), _contiguous(vb)
             kept = {k.untyped_storage().data_ptr() for k in keep if k is not None}
             free = tuple(v is not None and v.untyped_storage().data_ptr() not in kept for v in (va, vb))
-            return exact_values(prepare(a, b), va=va, vb=vb, consume=free)
+            return exact_values(prepare(a, b), va=va, vb=vb, consume=free, dequantized=dequantized)
         return scaled_matmul(a, b, accumulator=acc)
     a = a.dequantize() if isinstance(a, QTensor) else a
     b = b.dequantize() if isinstance(b, QTensor) else b
@@ -178,22 +193,31 @@ def _nonzero_flushed(x: torch.Tensor, q: Any) -> float:
 
 
 class _Fp8LinearFunction(torch.autograd.Function):
-    """``x @ W^T`` with the recipe's three GEMMs (bias added outside, in FP32)."""
+    """``x @ W^T`` with the recipe's three GEMMs (bias added outside, in FP32).
+
+    Where the C kernels cast a role, they also give its values (the decoded codes, or for an
+    operand used once in a K-blocked GEMM the dequantized values), which go to the GEMM instead of
+    decoding and scaling the codes there: the same numbers, bit for bit.
+    """
 
     @staticmethod
     def forward(ctx, x2: torch.Tensor, weight: torch.Tensor, layer: "Fp8Linear") -> torch.Tensor:  # type: ignore[override]
         r = layer.recipe
-        qx, vx = layer._quantize("input", x2, axis=1, with_values=True)
-        qw, vw = layer._quantize("weight", weight, axis=1, with_values=True)
+        reuse_x = bool(ctx.needs_input_grad[1] and r.fprop.exact and r.wgrad.exact
+                       and _same_turned(r.input, tuple(x2.shape)))  # wgrad reads the same input QTensor
+        reuse_w = bool(ctx.needs_input_grad[0] and r.weight is not None and r.fprop.exact and r.dgrad.exact
+                       and _same_turned(r.weight, tuple(weight.shape)))  # dgrad reads the same weight QTensor
+        qx, vx, dqx = layer._quantize("input", x2, axis=1, values=r.fprop.exact, reuse=reuse_x)
+        qw, vw, dqw = layer._quantize("weight", weight, axis=1, values=r.fprop.exact, reuse=reuse_w)
         ctx.layer, ctx.qx, ctx.qw, ctx.vx, ctx.vw = layer, qx, qw, None, None
         ctx.save_for_backward(x2, weight)
-        if (ctx.needs_input_grad[1] and isinstance(qx, QTensor) and r.fprop.exact and r.wgrad.exact
-                and _same_turned(r.input, tuple(x2.shape))):
-            # wgrad reads the same operand: its values (from the cast, or decoded here) serve both GEMMs
+        if reuse_x and isinstance(qx, QTensor):
+            # both GEMMs read this operand: its values (from the cast, or decoded here) serve both
             ctx.vx = vx = vx if vx is not None else decode_values(qx.codes, qx.format)
-        if ctx.needs_input_grad[0] and r.weight is not None and _same_turned(r.weight, tuple(weight.shape)):
-            ctx.vw = vw  # dgrad reads the same weight QTensor
-        return _gemm(qx, _t(qw), r.fprop, va=vx, vb=vw.t() if vw is not None else None, keep=(ctx.vx, ctx.vw))
+        if reuse_w:
+            ctx.vw = vw
+        return _gemm(qx, _t(qw), r.fprop, va=vx, vb=vw.t() if vw is not None else None, keep=(ctx.vx, ctx.vw),
+                     dequantized=(dqx, dqw))
 
     @staticmethod
     def backward(ctx, dy: torch.Tensor):  # type: ignore[override]
@@ -201,28 +225,31 @@ class _Fp8LinearFunction(torch.autograd.Function):
         r = layer.recipe
         x2, weight = ctx.saved_tensors
         dy = dy.contiguous()
-        qdy, vdy = layer._quantize("grad_output", dy, axis=1, with_values=True)
-        dx = dw = None
         same_g = r.grad_output is None or _same_turned(r.grad_output, tuple(dy.shape))
-        if ctx.needs_input_grad[0]:
+        need_dx, need_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        reuse_g = bool(same_g and need_dx and need_dw and r.dgrad.exact and r.wgrad.exact)  # wgrad reads vdy again
+        qdy, vdy, dqdy = layer._quantize("grad_output", dy, axis=1, values=r.dgrad.exact or (same_g and r.wgrad.exact),
+                                         reuse=reuse_g or (same_g and need_dw))
+        dx = dw = None
+        if need_dx:
             if r.weight is None or _same_turned(r.weight, tuple(weight.shape)):
-                qw0, vw0 = ctx.qw, ctx.vw
+                qw0, vw0, dqw0 = ctx.qw, ctx.vw, False
             else:
-                qw0, vw0 = layer._quantize("weight", weight, axis=0, record=False, with_values=True)
-            reread = (vdy,) if same_g and ctx.needs_input_grad[1] else ()  # wgrad reads vdy again
-            dx = _gemm(qdy, qw0, r.dgrad, va=vdy, vb=vw0, keep=reread)
-        if ctx.needs_input_grad[1]:
+                qw0, vw0, dqw0 = layer._quantize("weight", weight, axis=0, record=False, values=r.dgrad.exact)
+            dx = _gemm(qdy, qw0, r.dgrad, va=vdy, vb=vw0, keep=(vdy,) if reuse_g else (), dequantized=(dqdy, dqw0))
+        if need_dw:
             # dy^T along M: quantizing dy^T itself gives wgrad's operand directly (no transpose there and back)
             if same_g:
-                qdyT, vdyT = _t(qdy), (vdy.t() if vdy is not None else None)
+                qdyT, vdyT, dqdyT = _t(qdy), (vdy.t() if vdy is not None else None), dqdy
             else:
-                qdyT, vdyT = layer._quantize("grad_output", dy, axis=0, record=False, turned=True, with_values=True)
+                qdyT, vdyT, dqdyT = layer._quantize("grad_output", dy, axis=0, record=False, turned=True,
+                                                    values=r.wgrad.exact)
             same_x = r.input is None or _same_turned(r.input, tuple(x2.shape))
             if same_x:
-                qx0, vx0 = ctx.qx, ctx.vx
+                qx0, vx0, dqx0 = ctx.qx, ctx.vx, False
             else:
-                qx0, vx0 = layer._quantize("input", x2, axis=0, record=False, with_values=True)
-            dw = _gemm(qdyT, qx0, r.wgrad, va=vdyT, vb=vx0)
+                qx0, vx0, dqx0 = layer._quantize("input", x2, axis=0, record=False, values=r.wgrad.exact)
+            dw = _gemm(qdyT, qx0, r.wgrad, va=vdyT, vb=vx0, dequantized=(dqdyT, dqx0))
         ctx.qx = ctx.qw = ctx.vx = ctx.vw = None
         return dx, dw, None
 
@@ -281,31 +308,28 @@ class Fp8Linear(torch.nn.Linear):
 
     # ----- quantizing one role ------------------------------------------------------------------
     def _quantize(self, role: str, x: torch.Tensor, *, axis: int, record: bool = True, turned: bool = False,
-                  with_values: bool = False) -> Any:
-        """``x`` cast for ``role`` with its blocks along ``axis`` (a QTensor, a rounded tensor, or ``x``).
+                  values: bool = False, reuse: bool = False) -> tuple[Any, Any, bool]:
+        """``(cast, values, dequantized)``: ``x`` cast for ``role`` with its blocks along ``axis`` (a QTensor, a rounded tensor, or ``x``).
 
         ``turned=True`` (with ``axis=0``) returns the QTensor of ``x.T`` instead of its transpose.
-        ``with_values=True`` returns ``(cast, values)``: a QTensor's float32 values where the cast
-        decoded them in the same pass (the C kernels), else None.
+        With ``values=True``, where the C kernels cast it, ``values`` is the QTensor's float32 values
+        computed in the same pass (else None): dequantized (``dequantized`` True) when the operand is
+        K-blocked along this GEMM's reduction axis (the last axis of the tensor cast) and read by
+        this GEMM only (``reuse=False``), else the decoded codes.
         """
-        if with_values:
-            return self._quantize_values(role, x, axis=axis, record=record, turned=turned)
-        return self._quantize_values(role, x, axis=axis, record=record, turned=turned)[0]
-
-    def _quantize_values(self, role: str, x: torch.Tensor, *, axis: int, record: bool, turned: bool) -> tuple[Any, Any]:
         tq: TensorQuant | None = getattr(self.recipe, role)
         if tq is None:
             if record:
                 self.stats[role] = {"amax": float(x.abs().max()) if x.numel() else 0.0, "scale": 1.0, "saturated_blocks": 0}
-            return (x.t() if turned else x), None
+            return (x.t() if turned else x), None, False
         if tq.is_16bit:
             v = quantize(x, tq.format, saturate=tq.saturate)
             if record:
                 amax = float(x.abs().max()) if x.numel() else 0.0
                 self._record(role, x, v, amax=amax, scale=1.0, saturated=int(amax > tq.format.max))
-            return (v.t() if turned else v), None
+            return (v.t() if turned else v), None, False
         src = x if axis == 1 else x.t()
-        vals = None
+        vals, deq = None, False
         if tq.scaling is None:  # a plain cast: scale 1
             q = QTensor(encode(src.detach().contiguous(), tq.format, saturate=tq.saturate),
                         torch.ones(1, 1, dtype=torch.float32, device=x.device), tq.format)
@@ -316,7 +340,8 @@ class Fp8Linear(torch.nn.Linear):
             if state is not None and not (getattr(self, "_advance", True) or role == "grad_output"):
                 state = copy.deepcopy(state)  # evaluation reads the history without advancing it
             # the fast path first, for the values it decodes on the way; quantize_tensor (the same QTensor) else
-            got = quantize_fast_values(src, tq.format, tq.scaling, state)
+            deq = values and not reuse and _k_blocked(tq.scaling, tuple(src.shape))
+            got = quantize_fast_values(src, tq.format, tq.scaling, state, dequantize=deq) if values else None
             q, vals = got if got is not None else (quantize_tensor(src, tq.format, tq.scaling, state=state), None)
             amax, saturated = q.info.amax, q.info.saturated_blocks
         if axis == 0 and not turned:
@@ -325,7 +350,7 @@ class Fp8Linear(torch.nn.Linear):
         if record:
             self._record(role, x, q if role == "grad_output" else None, amax=amax,
                          scale=float(q.scales.max()) if q.scales.numel() else 1.0, saturated=saturated)
-        return q, vals
+        return q, vals, deq and vals is not None
 
     def _record(self, role: str, x: torch.Tensor, values: Any, *, amax: float, scale: float, saturated: int) -> None:
         st = {"amax": float(amax), "scale": float(scale), "saturated_blocks": int(saturated)}

@@ -163,23 +163,25 @@ def quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any = None) -> QTe
     return None if got is None else got[0]
 
 
-def quantize_fast_values(x: Any, fmt: Format, recipe: Recipe, state: Any = None) -> tuple[QTensor, Any] | None:
+def quantize_fast_values(x: Any, fmt: Format, recipe: Recipe, state: Any = None, *,
+                         dequantize: bool = False) -> tuple[QTensor, Any] | None:
     """:func:`quantize_fast` and the codes' float32 values, decoded in the same pass where the C kernels ran (else None).
 
     The values are laid out as the QTensor's codes (a transposed view for a transposed input) and
-    equal ``q.values()`` bit for bit; the training layer hands them to the GEMM instead of decoding
-    the codes again.
+    equal ``q.values()`` bit for bit, or with ``dequantize=True`` ``q.dequantize()``; the training
+    layer hands them to the GEMM instead of decoding (and scaling) the codes again.
 
     >>> import torch
     >>> q, v = quantize_fast_values(torch.tensor([[1.0, -2.0], [4.0, 896.0]]), get_format("e4m3"), TensorScaling())
     >>> v is None or torch.equal(v, q.values())
     True
     """
-    return _quantize_fast(x, fmt, recipe, state, True)
+    return _quantize_fast(x, fmt, recipe, state, True, dequantize)
 
 
-def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values: bool) -> tuple[QTensor, Any] | None:
-    """The work of :func:`quantize_fast` (and the decoded values, with ``want_values`` and the C kernels)."""
+def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values: bool,
+                   dequantize: bool = False) -> tuple[QTensor, Any] | None:
+    """The work of :func:`quantize_fast` (and the values, with ``want_values`` and the C kernels)."""
     if type(recipe) not in FAST_RECIPES or not torch.is_tensor(x) or x.dtype != torch.float32 or x.ndim == 0:
         return None
     on_cpu = x.is_cpu
@@ -235,7 +237,7 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
         # scales stored as E8M0 are powers of two: then x * (1 / scale) is x / scale exactly
         pow2 = getattr(ss.scale_format, "name", ss.scale_format) in ("e8m0", "float8_e8m0fnu")
         got = ckernels.scaled_encode(base, s_base, plan.bblock, fmt, clamp=bool(n_sat), reciprocal=pow2,
-                                     values=want_values)
+                                     values=want_values, dequantize=dequantize)
         codes, vals = got if want_values else (got, None)
     else:
         vals = None
