@@ -169,6 +169,28 @@ class QTensor:
         if is_torch(self.codes) != is_torch(self.scales):
             raise TypeError("codes and scales must both be numpy arrays or both be torch tensors")
 
+    @classmethod
+    def _trusted(cls, codes: Any, scales: Any, format: Format, *, scaling: Any, block: tuple[int, ...],
+                 scale_format: Format | str, tensor_scale: float | None, info: dict, dtype: str = "float32") -> "QTensor":
+        """The QTensor the constructor would build from parts its maker guarantees valid, without checking them again.
+
+        For the fast path of ``quantize_tensor`` (``scaling/fast.py``), which makes thousands of
+        QTensors per training step from shapes it has checked; ``tests/test_scaling_fast.py`` compares
+        every field with the general path's.
+
+        >>> q = QTensor._trusted(np.zeros((1, 2), np.uint8), np.ones((1, 1), np.float32), get_format("e4m3"),
+        ...                      scaling=None, block=(1, 2), scale_format="float32", tensor_scale=None, info={"amax": 0.0})
+        >>> q.info.amax, q.scale_format.name, q.block
+        (0.0, 'float32', (1, 2))
+        """
+        q = object.__new__(cls)
+        put = object.__setattr__
+        for name, value in (("codes", codes), ("scales", scales), ("format", format), ("scaling", scaling),
+                            ("block", block), ("scale_format", get_format(scale_format)), ("tensor_scale", tensor_scale),
+                            ("zero_point", None), ("info", QuantInfo.from_dict(info)), ("dtype", dtype)):
+            put(q, name, value)
+        return q
+
     @property
     def shape(self) -> tuple[int, ...]:
         """Shape of the tensor (and of ``codes``).

@@ -361,3 +361,23 @@ def test_the_cast_choice_follows_the_codec_paths_in_effect_after_being_cached():
     with fl.codec.disable_paths("torch_cast"):
         assert quantize_fast(x, e4, TensorScaling()) is None
     assert quantize_fast(x, e4, TensorScaling()) is not None
+
+
+def test_the_trusted_construction_sets_every_field_as_the_constructor_does():
+    """QTensor._trusted (the fast path's) against the checking constructor, field by field over dataclasses.fields,
+    so that a field added later cannot be left out of it."""
+    import dataclasses
+    from fp8lab.qtensor import QTensor
+    x = torch.randn(64, 96)
+    for recipe in (TensorScaling(), AxisScaling(pow2=True), MXScaling(), BlockScaling((32, 32))):
+        q = quantize_fast(x, fl.get_format("e4m3"), recipe)
+        ref = QTensor(q.codes, q.scales, q.format, scaling=q.scaling, block=q.block, scale_format=q.scale_format,
+                      tensor_scale=q.tensor_scale, info=dict(q.info), dtype=q.dtype)
+        for f in dataclasses.fields(QTensor):
+            a, b = getattr(q, f.name), getattr(ref, f.name)
+            if f.name == "info":
+                assert a.present == b.present and all(np.array_equal(a[k], b[k]) for k in b.present)
+            elif torch.is_tensor(b):
+                assert torch.equal(a, b), f.name
+            else:
+                assert a == b, f.name

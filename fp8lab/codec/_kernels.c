@@ -7,6 +7,7 @@
  * torch's cast on every finite float32 (tests/test_ckernels.py).
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -62,11 +63,14 @@ static inline uint8_t encode_one(float t, uint32_t shift, uint32_t rebias, uint3
 /* codes[i, j] = encode(x[i, j] / scales[i / brows, j / bcols]) for a contiguous (rows, cols) matrix; with clamp,
    x / s is clamped to +-max first (as torch's clamp_ before its cast). With values (not NULL), each code's value
    is written there as well (the rounded x / s: what decoding the code gives), or with dequant that value times
-   its scale (one float32 multiply: what scaling the decoded operand in place gives). */
-void fp8lab_scaled_encode(const float *restrict x, int64_t rows, int64_t cols, const float *restrict scales,
+   its scale (one float32 multiply: what scaling the decoded operand in place gives). With transpose_out the
+   outputs are written transposed, contiguous (cols, rows): each row is computed into a scratch row, then
+   scattered down its column (consecutive rows fill the same cache lines). Returns 0, or -1 if the scratch
+   rows could not be allocated. */
+int32_t fp8lab_scaled_encode(const float *restrict x, int64_t rows, int64_t cols, const float *restrict scales,
                           int64_t brows, int64_t bcols, int32_t clamp, int32_t reciprocal, float fmt_max,
                           const enc_params *restrict p, uint8_t *restrict codes, float *restrict values,
-                          int32_t dequant) {
+                          int32_t dequant, int32_t transpose_out) {
     const uint32_t shift = 23u - (uint32_t)p->mantissa_bits;
     const uint32_t rebias = (uint32_t)(127 - p->bias) << p->mantissa_bits;
     const uint32_t max_bits = p->max_bits, max_code = p->max_code, normal_bits = p->normal_bits;
@@ -74,11 +78,18 @@ void fp8lab_scaled_encode(const float *restrict x, int64_t rows, int64_t cols, c
     const uint32_t signed_zero = p->unsigned_zero ? 0u : 1u;
     const int64_t scols = cols / bcols;
     float v;
+    uint8_t *scratch_c = 0;
+    float *scratch_v = 0;
+    if (transpose_out) {
+        scratch_c = (uint8_t *)malloc((size_t)cols);
+        scratch_v = values ? (float *)malloc((size_t)cols * sizeof(float)) : 0;
+        if (!scratch_c || (values && !scratch_v)) { free(scratch_c); free(scratch_v); return -1; }
+    }
     for (int64_t i = 0; i < rows; i++) {
         const float *restrict xr = x + i * cols;
-        float *restrict vr = values ? values + i * cols : 0;
+        float *restrict vr = transpose_out ? scratch_v : (values ? values + i * cols : 0);
         const float *restrict sr = scales + (i / brows) * scols;
-        uint8_t *restrict cr = codes + i * cols;
+        uint8_t *restrict cr = transpose_out ? scratch_c : codes + i * cols;
         if (bcols == 1) {  /* column blocks: a scale per element of the row, the row walked once */
             if (clamp) {
                 for (int64_t j = 0; j < cols; j++) {
@@ -112,7 +123,15 @@ void fp8lab_scaled_encode(const float *restrict x, int64_t rows, int64_t cols, c
                 }
             }
         }
+        if (transpose_out) {
+            for (int64_t j = 0; j < cols; j++) codes[j * rows + i] = scratch_c[j];
+            if (values)
+                for (int64_t j = 0; j < cols; j++) values[j * rows + i] = scratch_v[j];
+        }
     }
+    free(scratch_c);
+    free(scratch_v);
+    return 0;
 }
 
 /* amax[i / brows, j / bcols] = max |x[i, j]| over each block of a contiguous (rows, cols) matrix, as float32

@@ -17,7 +17,7 @@ on every finite float32, and the amax and decode against torch and the codec.
 >>> from fp8lab.registry import get_format
 >>> if available():
 ...     codes = scaled_encode(torch.tensor([[1.0, -3.0]]), torch.tensor([[0.5]]), (1, 2), get_format("e4m3"))
-...     assert codes.tolist() == [[64, 200]]   # 2.0 and -6.0
+...     assert codes.tolist() == [[64, 204]]   # 2.0 and -6.0
 >>> reason() is None or isinstance(reason(), str)
 True
 """
@@ -116,8 +116,9 @@ def library() -> Any:
         return None
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.fp8lab_scaled_encode.argtypes = [ptr, i64, i64, ptr, i64, i64, ctypes.c_int32, ctypes.c_int32, ctypes.c_float,
-                                         ctypes.POINTER(_EncParams), ptr, ptr, ctypes.c_int32]
-    lib.fp8lab_scaled_encode.restype = None
+                                         ctypes.POINTER(_EncParams), ptr, ptr, ctypes.c_int32,
+                                         ctypes.c_int32]
+    lib.fp8lab_scaled_encode.restype = ctypes.c_int32
     lib.fp8lab_block_amax.argtypes = [ptr, i64, i64, i64, i64, ptr]
     lib.fp8lab_block_amax.restype = i64
     lib.fp8lab_table_decode.argtypes = [ptr, i64, ptr, ptr]
@@ -176,7 +177,8 @@ def _ok(t: Any, dtype: Any) -> bool:
 
 
 def scaled_encode(x: Any, scales: Any, block: tuple[int, int], fmt: Format, *, clamp: bool = False,
-                  reciprocal: bool = False, values: bool = False, dequantize: bool = False) -> Any:
+                  reciprocal: bool = False, values: bool = False, dequantize: bool = False,
+                  transpose: bool = False) -> Any:
     """uint8 codes of ``x / scale`` for a contiguous float32 CPU matrix, each ``block`` sharing a scale (rounded once, as torch divides).
 
     ``scales`` is float32 (rows / block[0], cols / block[1]); ``clamp`` clamps ``x / scale`` to
@@ -185,7 +187,8 @@ def scaled_encode(x: Any, scales: Any, block: tuple[int, int], fmt: Format, *, c
     finite (the caller checks); beyond ``max`` it saturates. ``values=True`` returns ``(codes,
     values)``, the codes' float32 values computed in the same pass (the rounded ``x / scale``: what
     :func:`table_decode` of the codes gives); with ``dequantize=True`` each value times its scale (one
-    float32 multiply, as ``QTensor.dequantize`` and the K-blocked GEMM's scaling do).
+    float32 multiply, as ``QTensor.dequantize`` and the K-blocked GEMM's scaling do). ``transpose=True``
+    gives the outputs transposed, contiguous (cols, rows).
 
     >>> import torch
     >>> from fp8lab.registry import get_format
@@ -201,11 +204,13 @@ def scaled_encode(x: Any, scales: Any, block: tuple[int, int], fmt: Format, *, c
             tuple(scales.shape) != (rows // br, cols // bc):
         raise ValueError(f"scaled_encode takes a contiguous float32 CPU matrix of whole blocks and its scales, got "
                          f"{tuple(x.shape)} in blocks {block} with scales {tuple(scales.shape)}")
-    codes = torch.empty((rows, cols), dtype=torch.uint8)
-    vals = torch.empty((rows, cols), dtype=torch.float32) if values else None
-    lib.fp8lab_scaled_encode(x.data_ptr(), rows, cols, scales.data_ptr(), br, bc, int(clamp), int(reciprocal),
-                             float(fmt.max), ctypes.byref(p), codes.data_ptr(), vals.data_ptr() if values else None,
-                             int(dequantize))
+    shape = (cols, rows) if transpose else (rows, cols)
+    codes = torch.empty(shape, dtype=torch.uint8)
+    vals = torch.empty(shape, dtype=torch.float32) if values else None
+    if lib.fp8lab_scaled_encode(x.data_ptr(), rows, cols, scales.data_ptr(), br, bc, int(clamp), int(reciprocal),
+                                float(fmt.max), ctypes.byref(p), codes.data_ptr(), vals.data_ptr() if values else None,
+                                int(dequantize), int(transpose)):
+        raise MemoryError(f"scaled_encode could not allocate two scratch rows of {cols} elements")
     return (codes, vals) if values else codes
 
 

@@ -341,7 +341,8 @@ class Fp8Linear(torch.nn.Linear):
                 state = copy.deepcopy(state)  # evaluation reads the history without advancing it
             # the fast path first, for the values it decodes on the way; quantize_tensor (the same QTensor) else
             deq = values and not reuse and _k_blocked(tq.scaling, tuple(src.shape))
-            got = quantize_fast_values(src, tq.format, tq.scaling, state, dequantize=deq) if values else None
+            got = quantize_fast_values(src, tq.format, tq.scaling, state, dequantize=deq, contiguous=turned) \
+                if values else None  # turned: the GEMM reads x.T itself, so it comes laid out as x.T
             q, vals = got if got is not None else (quantize_tensor(src, tq.format, tq.scaling, state=state), None)
             amax, saturated = q.info.amax, q.info.saturated_blocks
         if axis == 0 and not turned:

@@ -164,23 +164,25 @@ def quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any = None) -> QTe
 
 
 def quantize_fast_values(x: Any, fmt: Format, recipe: Recipe, state: Any = None, *,
-                         dequantize: bool = False) -> tuple[QTensor, Any] | None:
+                         dequantize: bool = False, contiguous: bool = False) -> tuple[QTensor, Any] | None:
     """:func:`quantize_fast` and the codes' float32 values, decoded in the same pass where the C kernels ran (else None).
 
     The values are laid out as the QTensor's codes (a transposed view for a transposed input) and
     equal ``q.values()`` bit for bit, or with ``dequantize=True`` ``q.dequantize()``; the training
-    layer hands them to the GEMM instead of decoding (and scaling) the codes again.
+    layer hands them to the GEMM instead of decoding (and scaling) the codes again. ``contiguous=True``
+    lays codes and values out contiguously even for a transposed input (the kernels write them
+    transposed), as the GEMM reads them.
 
     >>> import torch
     >>> q, v = quantize_fast_values(torch.tensor([[1.0, -2.0], [4.0, 896.0]]), get_format("e4m3"), TensorScaling())
     >>> v is None or torch.equal(v, q.values())
     True
     """
-    return _quantize_fast(x, fmt, recipe, state, True, dequantize)
+    return _quantize_fast(x, fmt, recipe, state, True, dequantize, contiguous)
 
 
 def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values: bool,
-                   dequantize: bool = False) -> tuple[QTensor, Any] | None:
+                   dequantize: bool = False, contiguous: bool = False) -> tuple[QTensor, Any] | None:
     """The work of :func:`quantize_fast` (and the values, with ``want_values`` and the C kernels)."""
     if type(recipe) not in FAST_RECIPES or not torch.is_tensor(x) or x.dtype != torch.float32 or x.ndim == 0:
         return None
@@ -237,8 +239,9 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
         # scales stored as E8M0 are powers of two: then x * (1 / scale) is x / scale exactly
         pow2 = getattr(ss.scale_format, "name", ss.scale_format) in ("e8m0", "float8_e8m0fnu")
         got = ckernels.scaled_encode(base, s_base, plan.bblock, fmt, clamp=bool(n_sat), reciprocal=pow2,
-                                     values=want_values, dequantize=dequantize)
+                                     values=want_values, dequantize=dequantize, transpose=flip and contiguous)
         codes, vals = got if want_values else (got, None)
+        flip = flip and not contiguous  # written in the tensor's own layout
     else:
         vals = None
         t = v / (s_x.t() if flip else s_x).reshape(plan.divisor)
@@ -250,8 +253,8 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
         vals = vals.t() if vals is not None else None
     info = {"amax": float(amax.max()), "nonfinite_blocks": 0, "saturated_blocks": n_sat, "overflow": bool(n_sat)}
     info.update(ss.info)
-    q = QTensor(codes, s_x, fmt, scaling=recipe, block=plan.block, scale_format=ss.scale_format,
-                tensor_scale=ss.tensor_scale, info=info, dtype="float32")
+    q = QTensor._trusted(codes, s_x, fmt, scaling=recipe, block=plan.block, scale_format=ss.scale_format,
+                         tensor_scale=ss.tensor_scale, info=info)  # shapes and types checked above
     if delayed:
         st.scale = float(scales.reshape(-1)[0])
         st.push(q.info["amax"])
