@@ -32,6 +32,7 @@ RECIPES = {
     "1x128_pow2": BlockScaling((1, 128), pow2=True),
     "mx_floor": MXScaling(),
     "mx_rceil": MXScaling(scale_rounding="rceil"),
+    "mx_rceil_axis0": MXScaling(scale_rounding="rceil", axis=0),
     "mx_ceil_axis0": MXScaling(scale_rounding="ceil", axis=0),
     "mx_even": MXScaling(scale_rounding="even"),
 }
@@ -343,7 +344,8 @@ def test_plans_are_kept_per_recipe_value_shape_and_layout():
     differ only in a field, and a matrix and its transpose, alternate on one shape and each matches the general path."""
     e4 = fl.get_format("e4m3")
     x = torch.randn(128, 256, generator=torch.Generator().manual_seed(3)) * 7
-    recipes = [MXScaling(), MXScaling(block_size=16), MXScaling(axis=0), AxisScaling(), AxisScaling(axis=0),
+    recipes = [MXScaling(), MXScaling(block_size=16), MXScaling(axis=0), MXScaling(scale_rounding="rceil"),
+               MXScaling(scale_rounding="rceil", axis=0), AxisScaling(), AxisScaling(axis=0),
                BlockScaling((1, 128)), BlockScaling((32, 32)), TensorScaling(), TensorScaling(pow2=True)]
     for _ in range(2):
         for recipe in recipes:
@@ -381,3 +383,27 @@ def test_the_trusted_construction_sets_every_field_as_the_constructor_does():
                 assert torch.equal(a, b), f.name
             else:
                 assert a == b, f.name
+
+
+@pytest.mark.parametrize("axis", [-1, 0])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_the_fused_mx_cast_gives_the_values_and_dequantized_values_of_its_qtensor(axis, transposed):
+    """MX with rceil scales fused in C: the QTensor is the general path's, and the values it hands over (decoded,
+    dequantized, laid out contiguously for a transposed input) are q.values() and q.dequantize()."""
+    from fp8lab.codec import ckernels
+    from fp8lab.scaling.fast import quantize_fast_values
+    if not ckernels.available():
+        pytest.skip(ckernels.reason())
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(64, 96, generator=g) * torch.exp2(torch.randint(-60, 40, (64, 96), generator=g).float())
+    x[:, :32] = 0.0  # all-zero blocks get 2^-127
+    src = x.t() if transposed else x
+    recipe, e4 = MXScaling(scale_rounding="rceil", axis=axis), fl.get_format("e4m3")
+    ref = _general(src, "e4m3", recipe)
+    for deq in (False, True):
+        for contiguous in (False, True):
+            q, v = quantize_fast_values(src, e4, recipe, dequantize=deq, contiguous=contiguous)
+            _assert_same(q, ref)
+            want = q.dequantize() if deq else q.values()
+            assert torch.equal(v.view(torch.int32), want.view(torch.int32))
+            assert v.is_contiguous() == (contiguous or not transposed)

@@ -67,10 +67,13 @@ static inline uint8_t encode_one(float t, uint32_t shift, uint32_t rebias, uint3
    outputs are written transposed, contiguous (cols, rows): each row is computed into a scratch row, then
    scattered down its column (consecutive rows fill the same cache lines). Returns 0, or -1 if the scratch
    rows could not be allocated. */
-int32_t fp8lab_scaled_encode(const float *restrict x, int64_t rows, int64_t cols, const float *restrict scales,
-                          int64_t brows, int64_t bcols, int32_t clamp, int32_t reciprocal, float fmt_max,
-                          const enc_params *restrict p, uint8_t *restrict codes, float *restrict values,
-                          int32_t dequant, int32_t transpose_out) {
+/* Rows row0 .. row0 + nrows of the scaled cast (x and scales start at those rows); outputs laid out for a
+   (total_rows, cols) matrix, or transposed (cols, total_rows) through the scratch rows. */
+static void encode_rows(const float *restrict x, int64_t nrows, int64_t cols, const float *restrict scales,
+                        int64_t brows, int64_t bcols, int32_t clamp, int32_t reciprocal, float fmt_max,
+                        const enc_params *restrict p, uint8_t *restrict codes, float *restrict values, int32_t dequant,
+                        int32_t transpose_out, int64_t total_rows, int64_t row0, uint8_t *restrict scratch_c,
+                        float *restrict scratch_v) {
     const uint32_t shift = 23u - (uint32_t)p->mantissa_bits;
     const uint32_t rebias = (uint32_t)(127 - p->bias) << p->mantissa_bits;
     const uint32_t max_bits = p->max_bits, max_code = p->max_code, normal_bits = p->normal_bits;
@@ -78,18 +81,11 @@ int32_t fp8lab_scaled_encode(const float *restrict x, int64_t rows, int64_t cols
     const uint32_t signed_zero = p->unsigned_zero ? 0u : 1u;
     const int64_t scols = cols / bcols;
     float v;
-    uint8_t *scratch_c = 0;
-    float *scratch_v = 0;
-    if (transpose_out) {
-        scratch_c = (uint8_t *)malloc((size_t)cols);
-        scratch_v = values ? (float *)malloc((size_t)cols * sizeof(float)) : 0;
-        if (!scratch_c || (values && !scratch_v)) { free(scratch_c); free(scratch_v); return -1; }
-    }
-    for (int64_t i = 0; i < rows; i++) {
+    for (int64_t i = 0; i < nrows; i++) {
         const float *restrict xr = x + i * cols;
-        float *restrict vr = transpose_out ? scratch_v : (values ? values + i * cols : 0);
+        float *restrict vr = transpose_out ? scratch_v : (values ? values + (row0 + i) * cols : 0);
         const float *restrict sr = scales + (i / brows) * scols;
-        uint8_t *restrict cr = transpose_out ? scratch_c : codes + i * cols;
+        uint8_t *restrict cr = transpose_out ? scratch_c : codes + (row0 + i) * cols;
         if (bcols == 1) {  /* column blocks: a scale per element of the row, the row walked once */
             if (clamp) {
                 for (int64_t j = 0; j < cols; j++) {
@@ -98,6 +94,9 @@ int32_t fp8lab_scaled_encode(const float *restrict x, int64_t rows, int64_t cols
                     t = t < -fmt_max ? -fmt_max : t;
                     STORE(t, sr[j]);
                 }
+            } else if (reciprocal) {
+                for (int64_t j = 0; j < cols; j++)
+                    STORE(xr[j] * (1.0f / sr[j]), sr[j]);
             } else {
                 for (int64_t j = 0; j < cols; j++)
                     STORE(xr[j] / sr[j], sr[j]);
@@ -124,11 +123,26 @@ int32_t fp8lab_scaled_encode(const float *restrict x, int64_t rows, int64_t cols
             }
         }
         if (transpose_out) {
-            for (int64_t j = 0; j < cols; j++) codes[j * rows + i] = scratch_c[j];
+            for (int64_t j = 0; j < cols; j++) codes[j * total_rows + row0 + i] = scratch_c[j];
             if (values)
-                for (int64_t j = 0; j < cols; j++) values[j * rows + i] = scratch_v[j];
+                for (int64_t j = 0; j < cols; j++) values[j * total_rows + row0 + i] = scratch_v[j];
         }
     }
+}
+
+int32_t fp8lab_scaled_encode(const float *restrict x, int64_t rows, int64_t cols, const float *restrict scales,
+                             int64_t brows, int64_t bcols, int32_t clamp, int32_t reciprocal, float fmt_max,
+                             const enc_params *restrict p, uint8_t *restrict codes, float *restrict values,
+                             int32_t dequant, int32_t transpose_out) {
+    uint8_t *scratch_c = 0;
+    float *scratch_v = 0;
+    if (transpose_out) {
+        scratch_c = (uint8_t *)malloc((size_t)cols);
+        scratch_v = values ? (float *)malloc((size_t)cols * sizeof(float)) : 0;
+        if (!scratch_c || (values && !scratch_v)) { free(scratch_c); free(scratch_v); return -1; }
+    }
+    encode_rows(x, rows, cols, scales, brows, bcols, clamp, reciprocal, fmt_max, p, codes, values, dequant,
+                transpose_out, rows, 0, scratch_c, scratch_v);
     free(scratch_c);
     free(scratch_v);
     return 0;
@@ -203,4 +217,80 @@ void fp8lab_transpose_f32(const float *restrict x, int64_t rows, int64_t cols, f
                 for (int64_t i = i0; i < i1; i++) out[j * rows + i] = x[i * cols + j];
         }
     }
+}
+
+/* OCP MX with rceil scales (Transformer Engine's MXFP8 rule), fused: for each band of brows rows (blocks of
+   (1, bcols) or (brows, 1), band-local), each block's amax, its E8M0 scale 2^k with k from the float32 product
+   amax * (1 / max) rounded up to a power of two (a subnormal product: 2^-126 above 2^-127, else 2^-127; a zero
+   block 2^-127; k clamped to [-127, 127]), then the band's codes of x / 2^k (clamped to +-max in a block whose
+   amax / scale exceeds max in float64), values (or dequantized values) as fp8lab_scaled_encode writes them.
+   This is fp8lab.scaling.mx (mx_scale_exponents, MXScaling.compute_scales) and quantize_fast's cast in one
+   pass over each band while it is in cache. Outputs per block (shape (rows / brows, cols / bcols)): amax,
+   scale, scale code (k + 127). Returns the number of saturated blocks, or -1 if x holds an inf or NaN (then
+   nothing is meaningful), or -2 if the scratch rows could not be allocated. */
+int64_t fp8lab_mx_rceil_encode(const float *restrict x, int64_t rows, int64_t cols, int64_t brows, int64_t bcols,
+                               float inv_max, float fmt_max, const enc_params *restrict p, uint8_t *restrict codes,
+                               float *restrict values, int32_t dequant, int32_t transpose_out,
+                               float *restrict amax_out, float *restrict scale_out, uint8_t *restrict scode_out) {
+    const int64_t scols = cols / bcols;
+    const int64_t band_blocks = bcols == 1 ? cols : scols;  /* blocks per band */
+    int64_t n_sat = 0;
+    uint8_t *scratch_c = transpose_out ? (uint8_t *)malloc((size_t)cols) : 0;
+    float *scratch_v = transpose_out && values ? (float *)malloc((size_t)cols * sizeof(float)) : 0;
+    if (transpose_out && (!scratch_c || (values && !scratch_v))) { free(scratch_c); free(scratch_v); return -2; }
+    for (int64_t i0 = 0; i0 < rows; i0 += brows) {
+        const int64_t band = i0 / brows;
+        uint32_t *restrict am = (uint32_t *)(amax_out + band * band_blocks);
+        uint32_t bad = 0;
+        int64_t band_sat = 0;
+        /* 1. the band's block amaxes, |x| compared as bits */
+        for (int64_t b = 0; b < band_blocks; b++) am[b] = 0u;
+        for (int64_t i = i0; i < i0 + brows; i++) {
+            const uint32_t *restrict xr = (const uint32_t *)(x + i * cols);
+            if (bcols == 1) {
+                for (int64_t j = 0; j < cols; j++) {
+                    uint32_t a = xr[j] & 0x7FFFFFFFu;
+                    am[j] = a > am[j] ? a : am[j];
+                    bad |= a >= 0x7F800000u ? 1u : 0u;
+                }
+            } else {
+                for (int64_t jb = 0; jb < scols; jb++) {
+                    uint32_t m = am[jb];
+                    for (int64_t j = jb * bcols; j < (jb + 1) * bcols; j++) {
+                        uint32_t a = xr[j] & 0x7FFFFFFFu;
+                        m = a > m ? a : m;
+                        bad |= a >= 0x7F800000u ? 1u : 0u;
+                    }
+                    am[jb] = m;
+                }
+            }
+        }
+        if (bad) { free(scratch_c); free(scratch_v); return -1; }
+        /* 2. each block's scale exponent (rceil), its scale and code, whether it saturates */
+        for (int64_t b = 0; b < band_blocks; b++) {
+            float a32 = u2f(am[b]);
+            int32_t k;
+            if (!(a32 > 0.0f)) {
+                k = -127;
+            } else {
+                float descale = a32 * inv_max;  /* the float32 product, as on the GPU */
+                uint32_t bits = f2u(descale);
+                k = (int32_t)((bits + 0x7FFFFFu) >> 23) - 127;  /* a nonzero mantissa carries into the exponent */
+                if (bits < 0x00800000u) k = bits > 0x00400000u ? -126 : -127;
+            }
+            k = k < -127 ? -127 : (k > 127 ? 127 : k);
+            float s = k == -127 ? u2f(0x00400000u) : u2f((uint32_t)(k + 127) << 23);
+            scale_out[band * band_blocks + b] = s;
+            scode_out[band * band_blocks + b] = (uint8_t)(k + 127);
+            int32_t saturates = ((double)a32 / (double)s) > (double)fmt_max;
+            band_sat += saturates;
+        }
+        n_sat += band_sat;
+        /* 3. the band's codes and values: the scaled cast with these scales (clamped if a block saturates) */
+        encode_rows(x + i0 * cols, brows, cols, scale_out + band * band_blocks, brows, bcols, band_sat != 0, 1,
+                    fmt_max, p, codes, values, dequant, transpose_out, rows, i0, scratch_c, scratch_v);
+    }
+    free(scratch_c);
+    free(scratch_v);
+    return n_sat;
 }
