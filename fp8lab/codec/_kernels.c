@@ -67,8 +67,11 @@ static inline uint8_t encode_one(float t, uint32_t shift, uint32_t rebias, uint3
    outputs are written transposed, contiguous (cols, rows): each row is computed into a scratch row, then
    scattered down its column (consecutive rows fill the same cache lines). Returns 0, or -1 if the scratch
    rows could not be allocated. */
+#define TILE 16  /* rows computed before a transposed write: 16 float32 fill a 64-byte cache line */
+
 /* Rows row0 .. row0 + nrows of the scaled cast (x and scales start at those rows); outputs laid out for a
-   (total_rows, cols) matrix, or transposed (cols, total_rows) through the scratch rows. */
+   (total_rows, cols) matrix, or transposed (cols, total_rows) through scratch rows (TILE of them, written
+   down the output's columns together). */
 static void encode_rows(const float *restrict x, int64_t nrows, int64_t cols, const float *restrict scales,
                         int64_t brows, int64_t bcols, int32_t clamp, int32_t reciprocal, float fmt_max,
                         const enc_params *restrict p, uint8_t *restrict codes, float *restrict values, int32_t dequant,
@@ -83,9 +86,10 @@ static void encode_rows(const float *restrict x, int64_t nrows, int64_t cols, co
     float v;
     for (int64_t i = 0; i < nrows; i++) {
         const float *restrict xr = x + i * cols;
-        float *restrict vr = transpose_out ? scratch_v : (values ? values + (row0 + i) * cols : 0);
+        const int64_t t = i % TILE;  /* the row's place in the scratch tile */
+        float *restrict vr = transpose_out ? (values ? scratch_v + t * cols : 0) : (values ? values + (row0 + i) * cols : 0);
         const float *restrict sr = scales + (i / brows) * scols;
-        uint8_t *restrict cr = transpose_out ? scratch_c : codes + (row0 + i) * cols;
+        uint8_t *restrict cr = transpose_out ? scratch_c + t * cols : codes + (row0 + i) * cols;
         if (bcols == 1) {  /* column blocks: a scale per element of the row, the row walked once */
             if (clamp) {
                 for (int64_t j = 0; j < cols; j++) {
@@ -94,10 +98,7 @@ static void encode_rows(const float *restrict x, int64_t nrows, int64_t cols, co
                     t = t < -fmt_max ? -fmt_max : t;
                     STORE(t, sr[j]);
                 }
-            } else if (reciprocal) {
-                for (int64_t j = 0; j < cols; j++)
-                    STORE(xr[j] * (1.0f / sr[j]), sr[j]);
-            } else {
+            } else {  /* (a reciprocal per element would cost a division anyway) */
                 for (int64_t j = 0; j < cols; j++)
                     STORE(xr[j] / sr[j], sr[j]);
             }
@@ -122,10 +123,16 @@ static void encode_rows(const float *restrict x, int64_t nrows, int64_t cols, co
                 }
             }
         }
-        if (transpose_out) {
-            for (int64_t j = 0; j < cols; j++) codes[j * total_rows + row0 + i] = scratch_c[j];
-            if (values)
-                for (int64_t j = 0; j < cols; j++) values[j * total_rows + row0 + i] = scratch_v[j];
+        if (transpose_out && (t == TILE - 1 || i == nrows - 1)) {  /* the tile's rows, written down the columns */
+            const int64_t first = i - t, n = t + 1;
+            for (int64_t j = 0; j < cols; j++) {
+                uint8_t *restrict co = codes + j * total_rows + row0 + first;
+                for (int64_t r = 0; r < n; r++) co[r] = scratch_c[r * cols + j];
+                if (values) {
+                    float *restrict vo = values + j * total_rows + row0 + first;
+                    for (int64_t r = 0; r < n; r++) vo[r] = scratch_v[r * cols + j];
+                }
+            }
         }
     }
 }
@@ -137,8 +144,8 @@ int32_t fp8lab_scaled_encode(const float *restrict x, int64_t rows, int64_t cols
     uint8_t *scratch_c = 0;
     float *scratch_v = 0;
     if (transpose_out) {
-        scratch_c = (uint8_t *)malloc((size_t)cols);
-        scratch_v = values ? (float *)malloc((size_t)cols * sizeof(float)) : 0;
+        scratch_c = (uint8_t *)malloc((size_t)(TILE * cols));
+        scratch_v = values ? (float *)malloc((size_t)(TILE * cols) * sizeof(float)) : 0;
         if (!scratch_c || (values && !scratch_v)) { free(scratch_c); free(scratch_v); return -1; }
     }
     encode_rows(x, rows, cols, scales, brows, bcols, clamp, reciprocal, fmt_max, p, codes, values, dequant,
@@ -235,8 +242,8 @@ int64_t fp8lab_mx_rceil_encode(const float *restrict x, int64_t rows, int64_t co
     const int64_t scols = cols / bcols;
     const int64_t band_blocks = bcols == 1 ? cols : scols;  /* blocks per band */
     int64_t n_sat = 0;
-    uint8_t *scratch_c = transpose_out ? (uint8_t *)malloc((size_t)cols) : 0;
-    float *scratch_v = transpose_out && values ? (float *)malloc((size_t)cols * sizeof(float)) : 0;
+    uint8_t *scratch_c = transpose_out ? (uint8_t *)malloc((size_t)(TILE * cols)) : 0;
+    float *scratch_v = transpose_out && values ? (float *)malloc((size_t)(TILE * cols) * sizeof(float)) : 0;
     if (transpose_out && (!scratch_c || (values && !scratch_v))) { free(scratch_c); free(scratch_v); return -2; }
     for (int64_t i0 = 0; i0 < rows; i0 += brows) {
         const int64_t band = i0 / brows;

@@ -214,7 +214,7 @@ def scaled_encode(x: Any, scales: Any, block: tuple[int, int], fmt: Format, *, c
     if lib.fp8lab_scaled_encode(x.data_ptr(), rows, cols, scales.data_ptr(), br, bc, int(clamp), int(reciprocal),
                                 float(fmt.max), ctypes.byref(p), codes.data_ptr(), vals.data_ptr() if values else None,
                                 int(dequantize), int(transpose)):
-        raise MemoryError(f"scaled_encode could not allocate two scratch rows of {cols} elements")
+        raise MemoryError(f"scaled_encode could not allocate its scratch rows of {cols} elements")
     return (codes, vals) if values else codes
 
 
@@ -345,7 +345,7 @@ def mx_rceil_encode(x: Any, block: tuple[int, int], fmt: Format, *, values: bool
                                        vals.data_ptr() if values else None, int(dequantize), int(transpose),
                                        amax.ctypes.data, scales.ctypes.data, scale_codes.ctypes.data)
     if n_sat == -2:
-        raise MemoryError(f"mx_rceil_encode could not allocate two scratch rows of {cols} elements")
+        raise MemoryError(f"mx_rceil_encode could not allocate its scratch rows of {cols} elements")
     if n_sat < 0:
         return None
     return codes, vals, amax, scales, scale_codes, int(n_sat)
