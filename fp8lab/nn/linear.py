@@ -118,6 +118,13 @@ def _same_blocks_turned(scaling: Any, shape: tuple[int, int]) -> bool:
     return tuple(scaling.block_for(shape[::-1]))[::-1] == tuple(scaling.block_for(shape))
 
 
+def _as_read(v: Any) -> Any:
+    """``v`` as the matmul reads it: contiguous, or a transposed view of a contiguous matrix as it is."""
+    if v is None or v.is_contiguous() or (v.ndim == 2 and v.t().is_contiguous()):
+        return v
+    return v.contiguous()
+
+
 def _contiguous(v: Any) -> Any:
     """``v`` laid out contiguously (None stays None); a transposed float32 CPU matrix by the C kernels' tiled copy."""
     if v is None or v.is_contiguous():
@@ -135,13 +142,21 @@ def _gemm(a: Any, b: Any, acc: Accumulator, *, va: Any = None, vb: Any = None, k
     ``va``/``vb``, the operands' values (from the cast, or decoded once for two GEMMs), can be handed
     in; they are handed over (a K-blocked GEMM scales them in place) unless they are in ``keep``.
     ``dequantized`` says which given values already hold value times scale (K-blocked operands).
+
+    A transposed operand reaches the matmul as a transposed view where it is not scaled in place:
+    MKL packs either layout into the same panels, so the product is the same bit for bit (the
+    training tests compare whole runs with the recorded one, and the C kernels' test with the torch
+    path, which decodes contiguously).
     """
     if isinstance(a, QTensor) and isinstance(b, QTensor):
-        if acc.exact:  # values made contiguous as a decode makes them: the same matmul, bit for bit
-            va, vb = _contiguous(va), _contiguous(vb)
+        if acc.exact:
+            p = prepare(a, b)
+            scaled_here = p.n_kblocks > 1  # raw values are then scaled in place: contiguous, as a decode makes them
+            va = (_contiguous if scaled_here and not dequantized[0] else _as_read)(va)
+            vb = (_contiguous if scaled_here and not dequantized[1] else _as_read)(vb)
             kept = {k.untyped_storage().data_ptr() for k in keep if k is not None}
             free = tuple(v is not None and v.untyped_storage().data_ptr() not in kept for v in (va, vb))
-            return exact_values(prepare(a, b), va=va, vb=vb, consume=free, dequantized=dequantized)
+            return exact_values(p, va=va, vb=vb, consume=free, dequantized=dequantized)
         return scaled_matmul(a, b, accumulator=acc)
     a = a.dequantize() if isinstance(a, QTensor) else a
     b = b.dequantize() if isinstance(b, QTensor) else b
@@ -341,8 +356,7 @@ class Fp8Linear(torch.nn.Linear):
                 state = copy.deepcopy(state)  # evaluation reads the history without advancing it
             # the fast path first, for the values it decodes on the way; quantize_tensor (the same QTensor) else
             deq = values and not reuse and _k_blocked(tq.scaling, tuple(src.shape))
-            got = quantize_fast_values(src, tq.format, tq.scaling, state, dequantize=deq, contiguous=turned) \
-                if values else None  # turned: the GEMM reads x.T itself, so it comes laid out as x.T
+            got = quantize_fast_values(src, tq.format, tq.scaling, state, dequantize=deq) if values else None
             q, vals = got if got is not None else (quantize_tensor(src, tq.format, tq.scaling, state=state), None)
             amax, saturated = q.info.amax, q.info.saturated_blocks
         if axis == 0 and not turned:
