@@ -27,6 +27,7 @@ RECIPES = {
     "tensor_margin": TensorScaling(margin=2),
     "row": AxisScaling(axis=-1),
     "col_pow2": AxisScaling(axis=0, pow2=True),
+    "row_pow2_margin": AxisScaling(pow2=True, margin=3),
     "1x128": BlockScaling((1, 128)),
     "128x128": BlockScaling((128, 128)),
     "1x128_pow2": BlockScaling((1, 128), pow2=True),
@@ -407,3 +408,13 @@ def test_the_fused_mx_cast_gives_the_values_and_dequantized_values_of_its_qtenso
             want = q.dequantize() if deq else q.values()
             assert torch.equal(v.view(torch.int32), want.view(torch.int32))
             assert v.is_contiguous() == (contiguous or not transposed)
+
+
+def test_a_fused_scale_out_of_range_takes_the_general_path_and_its_error():
+    """A power-of-two scale beyond 2^127 (a huge margin): the fused kernel steps aside and quantize_tensor says why."""
+    x = torch.full((4, 64), 1e30)
+    with pytest.raises(ValueError, match="beyond float32's range"):
+        quantize_tensor(x, "e4m3", AxisScaling(pow2=True, margin=120))
+    with pytest.raises(ValueError, match="2\\^127"):  # within float32, beyond the largest power of two UE8M0 holds
+        quantize_tensor(torch.full((4, 64), 1e38), "e4m3", AxisScaling(pow2=True, margin=10))
+    assert quantize_fast(x, fl.get_format("e4m3"), AxisScaling(pow2=True, margin=120)) is None

@@ -6,6 +6,7 @@
  * one float32 at a time; its parameters come from the format's dataclass. The tests compare it with
  * torch's cast on every finite float32 (tests/test_ckernels.py).
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,19 +227,23 @@ void fp8lab_transpose_f32(const float *restrict x, int64_t rows, int64_t cols, f
     }
 }
 
-/* OCP MX with rceil scales (Transformer Engine's MXFP8 rule), fused: for each band of brows rows (blocks of
-   (1, bcols) or (brows, 1), band-local), each block's amax, its E8M0 scale 2^k with k from the float32 product
-   amax * (1 / max) rounded up to a power of two (a subnormal product: 2^-126 above 2^-127, else 2^-127; a zero
-   block 2^-127; k clamped to [-127, 127]), then the band's codes of x / 2^k (clamped to +-max in a block whose
-   amax / scale exceeds max in float64), values (or dequantized values) as fp8lab_scaled_encode writes them.
-   This is fp8lab.scaling.mx (mx_scale_exponents, MXScaling.compute_scales) and quantize_fast's cast in one
-   pass over each band while it is in cache. Outputs per block (shape (rows / brows, cols / bcols)): amax,
-   scale, scale code (k + 127). Returns the number of saturated blocks, or -1 if x holds an inf or NaN (then
-   nothing is meaningful), or -2 if the scratch rows could not be allocated. */
-int64_t fp8lab_mx_rceil_encode(const float *restrict x, int64_t rows, int64_t cols, int64_t brows, int64_t bcols,
-                               float inv_max, float fmt_max, const enc_params *restrict p, uint8_t *restrict codes,
-                               float *restrict values, int32_t dequant, int32_t transpose_out,
-                               float *restrict amax_out, float *restrict scale_out, uint8_t *restrict scode_out) {
+/* A band-local scaled cast fused: for each band of brows rows (blocks of (1, bcols) or (brows, 1)), each block's
+   amax, its scale by the rule, then the band's codes of x / scale (clamped to +-max in a block whose amax / scale
+   exceeds max in float64) and values (or dequantized values) as fp8lab_scaled_encode writes them, while the band
+   is in cache. Rules (each the Python one, fp8lab/scaling):
+     0  OCP MX rceil (mx_scale_exponents, MXScaling.compute_scales): k from the float32 product amax * inv_max
+        rounded up to a power of two (a subnormal product: 2^-126 above 2^-127, else 2^-127; a zero block
+        2^-127), k clamped to [-127, 127]; scale 2^k, scale code k + 127;
+     1  power-of-two float scales (float_scales(pow2=True)): amax * margin_scale / max in float64 rounded up to
+        a power of two (frexp), its exponent clamped to [-127, 127]; a zero block gets 1.0.
+   Outputs per block (shape (rows / brows, cols / bcols)): amax, scale, and for rule 0 the scale code. Returns
+   the number of saturated blocks, or -1 if x holds an inf or NaN, -2 if the scratch rows could not be
+   allocated, -3 if a rule-1 scale would pass 2^127 (nothing is meaningful then: the caller takes the general
+   path, which says why). */
+int64_t fp8lab_band_encode(const float *restrict x, int64_t rows, int64_t cols, int64_t brows, int64_t bcols,
+                           int32_t rule, float inv_max, double margin_scale, float fmt_max, const enc_params *restrict p,
+                           uint8_t *restrict codes, float *restrict values, int32_t dequant, int32_t transpose_out,
+                           float *restrict amax_out, float *restrict scale_out, uint8_t *restrict scode_out) {
     const int64_t scols = cols / bcols;
     const int64_t band_blocks = bcols == 1 ? cols : scols;  /* blocks per band */
     int64_t n_sat = 0;
@@ -273,22 +278,35 @@ int64_t fp8lab_mx_rceil_encode(const float *restrict x, int64_t rows, int64_t co
             }
         }
         if (bad) { free(scratch_c); free(scratch_v); return -1; }
-        /* 2. each block's scale exponent (rceil), its scale and code, whether it saturates */
+        /* 2. each block's scale (and code), whether it saturates */
         for (int64_t b = 0; b < band_blocks; b++) {
             float a32 = u2f(am[b]);
-            int32_t k;
-            if (!(a32 > 0.0f)) {
-                k = -127;
+            float s;
+            if (rule == 0) {
+                int32_t k;
+                if (!(a32 > 0.0f)) {
+                    k = -127;
+                } else {
+                    float descale = a32 * inv_max;  /* the float32 product, as on the GPU */
+                    uint32_t bits = f2u(descale);
+                    k = (int32_t)((bits + 0x7FFFFFu) >> 23) - 127;  /* a nonzero mantissa carries into the exponent */
+                    if (bits < 0x00800000u) k = bits > 0x00400000u ? -126 : -127;
+                }
+                k = k < -127 ? -127 : (k > 127 ? 127 : k);
+                s = k == -127 ? u2f(0x00400000u) : u2f((uint32_t)(k + 127) << 23);
+                scode_out[band * band_blocks + b] = (uint8_t)(k + 127);
+            } else if (a32 > 0.0f) {
+                double sd = (double)a32 * margin_scale / (double)fmt_max;
+                if (sd > 0x1p127) { free(scratch_c); free(scratch_v); return -3; }
+                int e;
+                double m = frexp(sd, &e);  /* sd = m 2^e, 0.5 <= m < 1: the power of two at or above is 2^e, or 2^(e-1) */
+                int k = m == 0.5 ? e - 1 : e;
+                k = k < -127 ? -127 : (k > 127 ? 127 : k);
+                s = (float)ldexp(1.0, k);
             } else {
-                float descale = a32 * inv_max;  /* the float32 product, as on the GPU */
-                uint32_t bits = f2u(descale);
-                k = (int32_t)((bits + 0x7FFFFFu) >> 23) - 127;  /* a nonzero mantissa carries into the exponent */
-                if (bits < 0x00800000u) k = bits > 0x00400000u ? -126 : -127;
+                s = 1.0f;
             }
-            k = k < -127 ? -127 : (k > 127 ? 127 : k);
-            float s = k == -127 ? u2f(0x00400000u) : u2f((uint32_t)(k + 127) << 23);
             scale_out[band * band_blocks + b] = s;
-            scode_out[band * band_blocks + b] = (uint8_t)(k + 127);
             int32_t saturates = ((double)a32 / (double)s) > (double)fmt_max;
             band_sat += saturates;
         }

@@ -41,7 +41,7 @@ from ..formats import FloatFormat, Format
 from .backend import torch
 
 __all__ = ["available", "reason", "library", "encode_params", "scaled_encode", "block_amax", "table_decode",
-           "flush_count", "transposed", "mx_rceil_encode"]
+           "flush_count", "transposed", "band_encode", "BAND_RULES"]
 
 _SOURCE = Path(__file__).with_name("_kernels.c")
 _FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-fno-trapping-math", "-shared", "-fPIC"]
@@ -82,7 +82,7 @@ def _build(cc: str) -> Path:
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=out.parent)  # built aside, then moved in: parallel builds are safe
     os.close(fd)
     try:
-        res = subprocess.run([cc, *_FLAGS, "-o", tmp, str(_SOURCE)], capture_output=True, text=True, timeout=120)
+        res = subprocess.run([cc, *_FLAGS, "-o", tmp, str(_SOURCE), "-lm"], capture_output=True, text=True, timeout=120)
         if res.returncode:
             raise OSError(f"{cc} failed: {res.stderr.strip()[:500]}")
         os.replace(tmp, out)
@@ -127,10 +127,10 @@ def library() -> Any:
     lib.fp8lab_flush_count.restype = None
     lib.fp8lab_transpose_f32.argtypes = [ptr, i64, i64, ptr]
     lib.fp8lab_transpose_f32.restype = None
-    lib.fp8lab_mx_rceil_encode.argtypes = [ptr, i64, i64, i64, i64, ctypes.c_float, ctypes.c_float,
-                                           ctypes.POINTER(_EncParams), ptr, ptr, ctypes.c_int32, ctypes.c_int32,
-                                           ptr, ptr, ptr]
-    lib.fp8lab_mx_rceil_encode.restype = i64
+    lib.fp8lab_band_encode.argtypes = [ptr, i64, i64, i64, i64, ctypes.c_int32, ctypes.c_float, ctypes.c_double,
+                                       ctypes.c_float, ctypes.POINTER(_EncParams), ptr, ptr, ctypes.c_int32,
+                                       ctypes.c_int32, ptr, ptr, ptr]
+    lib.fp8lab_band_encode.restype = i64
     return lib
 
 
@@ -311,41 +311,50 @@ def transposed(x: Any) -> Any:
     return out
 
 
-def mx_rceil_encode(x: Any, block: tuple[int, int], fmt: Format, *, values: bool = False, dequantize: bool = False,
-                    transpose: bool = False) -> tuple | None:
-    """OCP MX with rceil scales fused in one pass per band of rows: codes, values, and per block amax, scale, E8M0 code.
+#: The scale rules :func:`band_encode` computes in C, each the Python one it reproduces.
+BAND_RULES = {"mx_rceil": 0, "pow2": 1}
 
-    ``block`` is ``(1, n)`` or ``(n, 1)`` of a contiguous float32 CPU matrix. Returns ``(codes,
-    values or None, amax, scales, scale_codes, saturated_blocks)`` (the last four numpy, one entry
-    per block), or None if ``x`` holds an inf or NaN. The scale rule is
-    :func:`fp8lab.scaling.mx.mx_scale_exponents`'s ``rceil`` and the cast :func:`scaled_encode`'s;
-    ``tests/test_scaling_fast.py`` compares the QTensor with the general path's.
+
+def band_encode(x: Any, block: tuple[int, int], fmt: Format, rule: str, *, margin: int = 0, values: bool = False,
+                dequantize: bool = False, transpose: bool = False) -> tuple | None:
+    """A band-local scaled cast fused in one pass per band of rows: codes, values, and per block amax, scale, E8M0 code.
+
+    ``block`` is ``(1, n)`` or ``(n, 1)`` of a contiguous float32 CPU matrix; ``rule`` is
+    ``"mx_rceil"`` (:func:`fp8lab.scaling.mx.mx_scale_exponents`'s ``rceil`` and MXScaling's E8M0
+    table) or ``"pow2"`` (:func:`fp8lab.scaling.scales.float_scales` with ``pow2=True`` and
+    ``margin``). Returns ``(codes, values or None, amax, scales, scale_codes or None,
+    saturated_blocks)`` (numpy per block), or None where only the general path can (an inf or NaN,
+    or a scale beyond 2^127). The cast is :func:`scaled_encode`'s; ``tests/test_scaling_fast.py``
+    compares the QTensor with the general path's.
 
     >>> import torch
     >>> from fp8lab.registry import get_format
     >>> if available():
-    ...     codes, _, amax, scales, sc, n_sat = mx_rceil_encode(torch.full((1, 32), 3.0), (1, 32), get_format("e4m3"))
+    ...     codes, _, amax, scales, sc, n_sat = band_encode(torch.full((1, 32), 3.0), (1, 32), get_format("e4m3"), "mx_rceil")
     ...     assert scales.tolist() == [[2.0 ** -7]] and sc.tolist() == [[120]] and n_sat == 0
     """
     lib, p = library(), encode_params(fmt)
     rows, cols = x.shape
     br, bc = block
-    if lib is None or p is None or not _ok(x, torch.float32) or rows % br or cols % bc or (br != 1 and bc != 1):
-        raise ValueError(f"mx_rceil_encode takes a contiguous float32 CPU matrix of whole (1, n) or (n, 1) blocks and an "
-                         f"8-bit format, got {tuple(x.shape)} in blocks {block}, {fmt.name} ({reason() or 'kernels available'})")
+    if lib is None or p is None or rule not in BAND_RULES or not _ok(x, torch.float32) or rows % br or cols % bc \
+            or (br != 1 and bc != 1):
+        raise ValueError(f"band_encode takes a contiguous float32 CPU matrix of whole (1, n) or (n, 1) blocks, an 8-bit "
+                         f"format and a rule of {sorted(BAND_RULES)}, got {tuple(x.shape)} in blocks {block}, {fmt.name}, "
+                         f"{rule!r} ({reason() or 'kernels available'})")
     shape = (cols, rows) if transpose else (rows, cols)
     codes = torch.empty(shape, dtype=torch.uint8)
     vals = torch.empty(shape, dtype=torch.float32) if values else None
     nb = (rows // br, cols // bc)
     amax = np.empty(nb, dtype=np.float32)
     scales = np.empty(nb, dtype=np.float32)
-    scale_codes = np.empty(nb, dtype=np.uint8)
-    n_sat = lib.fp8lab_mx_rceil_encode(x.data_ptr(), rows, cols, br, bc, float(np.float32(1.0 / float(fmt.max))),
-                                       float(fmt.max), ctypes.byref(p), codes.data_ptr(),
-                                       vals.data_ptr() if values else None, int(dequantize), int(transpose),
-                                       amax.ctypes.data, scales.ctypes.data, scale_codes.ctypes.data)
+    scale_codes = np.empty(nb, dtype=np.uint8) if rule == "mx_rceil" else None
+    n_sat = lib.fp8lab_band_encode(x.data_ptr(), rows, cols, br, bc, BAND_RULES[rule],
+                                   float(np.float32(1.0 / float(fmt.max))), 2.0 ** margin, float(fmt.max),
+                                   ctypes.byref(p), codes.data_ptr(), vals.data_ptr() if values else None,
+                                   int(dequantize), int(transpose), amax.ctypes.data, scales.ctypes.data,
+                                   scale_codes.ctypes.data if scale_codes is not None else None)
     if n_sat == -2:
-        raise MemoryError(f"mx_rceil_encode could not allocate its scratch rows of {cols} elements")
+        raise MemoryError(f"band_encode could not allocate its scratch rows of {cols} elements")
     if n_sat < 0:
         return None
     return codes, vals, amax, scales, scale_codes, int(n_sat)

@@ -205,8 +205,9 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
         return None
     base = x.t() if flip else x.contiguous()
     kernel = x.ndim == 2 and _kernel_for(fmt, device_type)
-    if kernel and type(recipe) is MXScaling and recipe.scale_rounding == "rceil" and 1 in plan.bblock:
-        return _mx_rceil(base, fmt, recipe, plan, flip, want_values, dequantize, contiguous)
+    rule = _band_rule(recipe) if kernel and 1 in plan.bblock else None
+    if rule is not None:
+        return _band(base, fmt, recipe, rule, plan, flip, want_values, dequantize, contiguous)
     if kernel:  # one C pass: each block's max |x| (exact), and whether everything is finite
         amax_b, finite = ckernels.block_amax(base, plan.bblock)
         if not finite:
@@ -263,25 +264,36 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
     return q, vals
 
 
-def _mx_rceil(base: Any, fmt: Format, recipe: MXScaling, plan: _Plan, flip: bool, want_values: bool,
-              dequantize: bool, contiguous: bool) -> tuple[QTensor, Any] | None:
-    """:func:`_quantize_fast` for MX with rceil scales (Transformer Engine's MXFP8): amax, scales and cast fused in C.
+def _band_rule(recipe: Recipe) -> str | None:
+    """The C kernels' fused rule for ``recipe`` (its scales computed as its own ``compute_scales`` does), or None."""
+    if type(recipe) is MXScaling and recipe.scale_rounding == "rceil":
+        return "mx_rceil"  # Transformer Engine's MXFP8
+    if type(recipe) in (AxisScaling, BlockScaling) and recipe.pow2:
+        return "pow2"  # torchao's rowwise, DeepSeek-V3.1's UE8M0 tiles
+    return None
 
-    The C kernel applies ``mx_scale_exponents``'s rceil rule and ``compute_scales``' E8M0 table to
-    each band of rows while it is in cache; the QTensor is the one the two-pass path builds.
+
+def _band(base: Any, fmt: Format, recipe: Recipe, rule: str, plan: _Plan, flip: bool, want_values: bool,
+          dequantize: bool, contiguous: bool) -> tuple[QTensor, Any] | None:
+    """:func:`_quantize_fast` with amax, scales and cast fused in C for blocks that lie along rows or columns.
+
+    The C kernel applies the recipe's scale rule (``mx_scale_exponents``' rceil and the E8M0 table,
+    or ``float_scales(pow2=True)``) to each band of rows while it is in cache; the QTensor is the one
+    the two-pass path builds.
     """
-    got = ckernels.mx_rceil_encode(base, plan.bblock, fmt, values=want_values, dequantize=dequantize,
-                                   transpose=flip and contiguous)
+    got = ckernels.band_encode(base, plan.bblock, fmt, rule, margin=getattr(recipe, "margin", 0), values=want_values,
+                               dequantize=dequantize, transpose=flip and contiguous)
     if got is None:
-        return None  # an inf or NaN: the general path reports it
+        return None  # an inf or NaN, or a scale out of range: the general path reports it
     codes, vals, amax_b, scales_b, codes_b, n_sat = got
-    amax, scales, scale_codes = (a.T if flip else a for a in (amax_b, scales_b, codes_b))
-    scales = np.ascontiguousarray(scales)
+    amax = amax_b.T if flip else amax_b
+    scales = np.ascontiguousarray(scales_b.T) if flip else scales_b
     if flip and not contiguous:
         codes = codes.t()
         vals = vals.t() if vals is not None else None
-    info = {"amax": float(amax.max()), "nonfinite_blocks": 0, "saturated_blocks": n_sat, "overflow": bool(n_sat),
-            "scale_codes": np.ascontiguousarray(scale_codes)}
+    info = {"amax": float(amax.max()), "nonfinite_blocks": 0, "saturated_blocks": n_sat, "overflow": bool(n_sat)}
+    if codes_b is not None:
+        info["scale_codes"] = np.ascontiguousarray(codes_b.T) if flip else codes_b
     q = QTensor._trusted(codes, torch.from_numpy(scales), fmt, scaling=recipe, block=plan.block, scale_format="e8m0",
                          tensor_scale=None, info=info)
     return q, vals
