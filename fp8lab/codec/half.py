@@ -1,7 +1,8 @@
 """Decoding through IEEE half: codes whose fields fit FP16's are shifted into a float16 bit pattern.
 
 torch converts float16 to float32 in vectorized code (F16C on x86), subnormals included, so this
-is the fastest decode of a torch tensor on the CPU. Two kinds of format qualify:
+is the fastest decode of a torch tensor on the CPU in torch alone (the C kernels' table decode,
+``codec/ckernels.py``, comes first where gcc built them). Two kinds of format qualify:
 
 - **FP16's own exponent layout** (5 bits, bias 15, IEEE inf and NaN, signed, subnormals; at most
   16 bits: E5M2, FP16): the codes are the top bits of a half, so a left shift is the whole decode.
