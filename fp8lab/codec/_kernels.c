@@ -156,6 +156,31 @@ int32_t fp8lab_scaled_encode(const float *restrict x, int64_t rows, int64_t cols
     return 0;
 }
 
+/* Fold one row's |x| (compared as bits, ordered like the magnitudes) into its blocks' running maxima orow:
+   one per column for column blocks (bcols == 1), else one per bcols elements. Returns 1 if the row holds an
+   inf or NaN. */
+static inline uint32_t amax_row(const uint32_t *restrict xr, int64_t cols, int64_t bcols, uint32_t *restrict orow) {
+    uint32_t bad = 0;
+    if (bcols == 1) {  /* column blocks: one running max per column, the row walked once */
+        for (int64_t j = 0; j < cols; j++) {
+            uint32_t a = xr[j] & 0x7FFFFFFFu;
+            orow[j] = a > orow[j] ? a : orow[j];
+            bad |= a >= 0x7F800000u ? 1u : 0u;
+        }
+    } else {
+        for (int64_t jb = 0; jb < cols / bcols; jb++) {
+            uint32_t m = orow[jb];
+            for (int64_t j = jb * bcols; j < (jb + 1) * bcols; j++) {
+                uint32_t a = xr[j] & 0x7FFFFFFFu;
+                m = a > m ? a : m;
+                bad |= a >= 0x7F800000u ? 1u : 0u;
+            }
+            orow[jb] = m;
+        }
+    }
+    return bad;
+}
+
 /* amax[i / brows, j / bcols] = max |x[i, j]| over each block of a contiguous (rows, cols) matrix, as float32
    (+0.0 for a block of zeros). Returns how many rows hold an inf or NaN (their blocks' amax is then
    meaningless; 0 means every element is finite). |x| is compared as its bits, ordered like the magnitudes. */
@@ -164,31 +189,10 @@ int64_t fp8lab_block_amax(const float *restrict x, int64_t rows, int64_t cols, i
     const int64_t scols = cols / bcols;
     const int64_t nblocks = (rows / brows) * scols;
     uint32_t *restrict out = (uint32_t *)amax;
-    uint32_t bad = 0;
     int64_t nonfinite = 0;
     for (int64_t b = 0; b < nblocks; b++) out[b] = 0u;
-    for (int64_t i = 0; i < rows; i++) {
-        const uint32_t *restrict xr = (const uint32_t *)(x + i * cols);
-        uint32_t *restrict orow = out + (i / brows) * scols;
-        if (bcols == 1) {  /* column blocks: one running max per column, the row walked once */
-            for (int64_t j = 0; j < cols; j++) {
-                uint32_t a = xr[j] & 0x7FFFFFFFu;
-                orow[j] = a > orow[j] ? a : orow[j];
-                bad |= a >= 0x7F800000u ? 1u : 0u;
-            }
-        } else {
-            for (int64_t jb = 0; jb < scols; jb++) {
-                uint32_t m = orow[jb];
-                for (int64_t j = jb * bcols; j < (jb + 1) * bcols; j++) {
-                    uint32_t a = xr[j] & 0x7FFFFFFFu;
-                    m = a > m ? a : m;
-                    bad |= a >= 0x7F800000u ? 1u : 0u;
-                }
-                orow[jb] = m;
-            }
-        }
-        if (bad) { nonfinite++; bad = 0; }
-    }
+    for (int64_t i = 0; i < rows; i++)
+        nonfinite += amax_row((const uint32_t *)(x + i * cols), cols, bcols, out + (i / brows) * scols);
     return nonfinite;
 }
 
@@ -255,28 +259,9 @@ int64_t fp8lab_band_encode(const float *restrict x, int64_t rows, int64_t cols, 
         uint32_t *restrict am = (uint32_t *)(amax_out + band * band_blocks);
         uint32_t bad = 0;
         int64_t band_sat = 0;
-        /* 1. the band's block amaxes, |x| compared as bits */
+        /* 1. the band's block amaxes */
         for (int64_t b = 0; b < band_blocks; b++) am[b] = 0u;
-        for (int64_t i = i0; i < i0 + brows; i++) {
-            const uint32_t *restrict xr = (const uint32_t *)(x + i * cols);
-            if (bcols == 1) {
-                for (int64_t j = 0; j < cols; j++) {
-                    uint32_t a = xr[j] & 0x7FFFFFFFu;
-                    am[j] = a > am[j] ? a : am[j];
-                    bad |= a >= 0x7F800000u ? 1u : 0u;
-                }
-            } else {
-                for (int64_t jb = 0; jb < scols; jb++) {
-                    uint32_t m = am[jb];
-                    for (int64_t j = jb * bcols; j < (jb + 1) * bcols; j++) {
-                        uint32_t a = xr[j] & 0x7FFFFFFFu;
-                        m = a > m ? a : m;
-                        bad |= a >= 0x7F800000u ? 1u : 0u;
-                    }
-                    am[jb] = m;
-                }
-            }
-        }
+        for (int64_t i = i0; i < i0 + brows; i++) bad |= amax_row((const uint32_t *)(x + i * cols), cols, bcols, am);
         if (bad) { free(scratch_c); free(scratch_v); return -1; }
         /* 2. each block's scale (and code), whether it saturates */
         for (int64_t b = 0; b < band_blocks; b++) {
