@@ -7,9 +7,10 @@ The formulas are the codec's bit-level ones, for 8-bit signed float formats with
 E5M2 and their fnuz variants), their parameters computed from the format (:func:`encode_params`).
 
 The library is compiled on first use with the system's gcc (``-O3 -march=native``, no fast-math,
-no FMA contraction: every operation rounds as IEEE 754 says) into a cache directory
-(``$FP8LAB_CACHE_DIR``, else ``~/.cache/fp8lab``), keyed by the source, the compiler and the CPU.
-Without gcc, or with ``FP8LAB_NO_CKERNELS=1``, :func:`library` is None and everything runs in
+no FMA contraction: every operation rounds as IEEE 754 says) into a private per-user cache
+(:mod:`fp8lab.codec.kcache`: mode 0700, owner checked, named by a hash of what built it, its digest
+verified before it is loaded). Without gcc, with an untrusted cache, or with ``FP8LAB_NO_CKERNELS=1``
+(``0``, ``false``, ``no``, ``off`` leave it on), :func:`library` is None and everything runs in
 torch as before, with the same results: ``tests/test_ckernels.py`` checks the cast against torch's
 on every finite float32, and the amax and decode against torch and the codec.
 
@@ -26,18 +27,17 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import os
-import platform
 import shutil
 import subprocess
-import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..formats import FloatFormat, Format
+from . import kcache
 from .backend import torch
 
 __all__ = ["available", "reason", "library", "encode_params", "scaled_encode", "block_amax", "table_decode",
@@ -54,53 +54,40 @@ class _EncParams(ctypes.Structure):
 
 
 _why_not: list[str] = []
+_LOAD_LOCK = threading.Lock()
+
+#: FP8LAB_NO_CKERNELS values that leave the kernels on (anything else switches them off, saying which value)
+_ENABLED_WORDS = ("", "0", "false", "no", "off")
 
 
-def _cache_dir() -> Path:
-    env = os.environ.get("FP8LAB_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "fp8lab"
+def _disabled_by_env() -> str | None:
+    """Why FP8LAB_NO_CKERNELS switches the kernels off, or None: ``0``, ``false``, ``no``, ``off`` or empty mean enabled."""
+    value = os.environ.get("FP8LAB_NO_CKERNELS")
+    if value is None or value.strip().lower() in _ENABLED_WORDS:
+        return None
+    return f"FP8LAB_NO_CKERNELS is set ({value!r}; 0, false, no or off would leave the kernels on)"
 
 
-def _cpu_id() -> str:
-    """What ``-march=native`` depends on: the machine and its CPU's feature flags."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((ln for ln in f if ln.startswith(("flags", "Features"))), "")
-    except OSError:
-        flags = ""
-    return platform.machine() + flags
-
-
-def _build(cc: str) -> Path:
-    """Compile ``_kernels.c`` (once per source, compiler and CPU) and return the shared library's path."""
-    version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
-    key = hashlib.sha256("\0".join([_SOURCE.read_text(), " ".join(_FLAGS), version, _cpu_id()]).encode()).hexdigest()
-    out = _cache_dir() / f"fp8lab_kernels_{key[:16]}.so"
-    if out.exists():
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=out.parent)  # built aside, then moved in: parallel builds are safe
-    os.close(fd)
-    try:
-        res = subprocess.run([cc, *_FLAGS, "-o", tmp, str(_SOURCE), "-lm"], capture_output=True, text=True, timeout=120)
-        if res.returncode:
-            raise OSError(f"{cc} failed: {res.stderr.strip()[:500]}")
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return out
-
-
-@functools.lru_cache(maxsize=1)
 def library() -> Any:
     """The loaded kernels (a ctypes library), or None where they cannot be built (see :func:`reason`).
 
     >>> library() is None or hasattr(library(), "fp8lab_scaled_encode")
     True
     """
-    if os.environ.get("FP8LAB_NO_CKERNELS"):
-        _why_not.append("FP8LAB_NO_CKERNELS is set")
+    if not _loaded:
+        with _LOAD_LOCK:  # N threads arriving at once: the first loads (or builds), the others wait for it
+            if not _loaded:
+                _loaded.append(_library())
+    return _loaded[0]
+
+
+_loaded: list[Any] = []  # [the library or None], once decided
+
+
+def _library() -> Any:
+    why = _disabled_by_env()
+    if why:
+        _why_not.append(why)
         return None
     if torch is None:
         _why_not.append("torch is not installed")
@@ -110,10 +97,18 @@ def library() -> Any:
         _why_not.append("no C compiler (gcc) found")
         return None
     try:
-        lib = ctypes.CDLL(str(_build(cc)))
+        lib, _ = kcache.load_or_build(_SOURCE, cc, _FLAGS)
+        return _bind(lib)
     except (OSError, subprocess.SubprocessError) as e:
-        _why_not.append(f"building the kernels failed: {e}")
+        _why_not.append(f"the C kernels are not loaded: {e}")
         return None
+    except AttributeError as e:  # a library without our symbols: never call into it
+        _why_not.append(f"the C kernels are not loaded: the library lacks a kernel ({e})")
+        return None
+
+
+def _bind(lib: Any) -> Any:
+    """Declare the kernels' C signatures on the loaded library (AttributeError if one is missing)."""
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.fp8lab_scaled_encode.argtypes = [ptr, i64, i64, ptr, i64, i64, ctypes.c_int32, ctypes.c_int32, ctypes.c_float,
                                          ctypes.POINTER(_EncParams), ptr, ptr, ctypes.c_int32,
