@@ -118,13 +118,6 @@ def _same_blocks_turned(scaling: Any, shape: tuple[int, int]) -> bool:
     return tuple(scaling.block_for(shape[::-1]))[::-1] == tuple(scaling.block_for(shape))
 
 
-def _as_read(v: Any) -> Any:
-    """``v`` as the matmul reads it: contiguous, or a transposed view of a contiguous matrix as it is."""
-    if v is None or v.is_contiguous() or (v.ndim == 2 and v.t().is_contiguous()):
-        return v
-    return v.contiguous()
-
-
 def _contiguous(v: Any) -> Any:
     """``v`` laid out contiguously (None stays None); a transposed float32 CPU matrix by the C kernels' tiled copy."""
     if v is None or v.is_contiguous():
@@ -143,17 +136,15 @@ def _gemm(a: Any, b: Any, acc: Accumulator, *, va: Any = None, vb: Any = None, k
     in; they are handed over (a K-blocked GEMM scales them in place) unless they are in ``keep``.
     ``dequantized`` says which given values already hold value times scale (K-blocked operands).
 
-    A transposed operand reaches the matmul as a transposed view where it is not scaled in place:
-    MKL packs either layout into the same panels, so the product is the same bit for bit (the
-    training tests compare whole runs with the recorded one, and the C kernels' test with the torch
-    path, which decodes contiguously).
+    Every operand reaches the matmul contiguous, whichever path made it (the C kernels' cast, which
+    may write it transposed, or the torch decode): a BLAS sums in an order that can depend on the
+    operands' layout (MKL does for 1 to 3 rows here, up to 10 ulp apart), so one layout is what
+    makes the two paths agree bit for bit (``tests/test_nn.py`` sweeps small M).
     """
     if isinstance(a, QTensor) and isinstance(b, QTensor):
         if acc.exact:
             p = prepare(a, b)
-            scaled_here = p.n_kblocks > 1  # raw values are then scaled in place: contiguous, as a decode makes them
-            va = (_contiguous if scaled_here and not dequantized[0] else _as_read)(va)
-            vb = (_contiguous if scaled_here and not dequantized[1] else _as_read)(vb)
+            va, vb = _contiguous(va), _contiguous(vb)
             kept = {k.untyped_storage().data_ptr() for k in keep if k is not None}
             free = tuple(v is not None and v.untyped_storage().data_ptr() not in kept for v in (va, vb))
             return exact_values(p, va=va, vb=vb, consume=free, dequantized=dequantized)
