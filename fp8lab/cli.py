@@ -16,6 +16,7 @@ import numpy as np
 
 from .codec import decode, encode
 from .anatomy import bit_string, code_kind, explain
+from .cli_types import CliParser, run_command
 from .formats import FloatFormat
 from .labs.cli import register as register_labs
 from .registry import get_format, list_formats
@@ -100,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     >>> sorted(build_parser()._subparsers._group_actions[0].choices)[:3]
     ['encode', 'explain', 'fit']
     """
-    p = argparse.ArgumentParser(prog="fp8lab", description="Low-precision number formats, from the bits up.")
+    p = CliParser(prog="fp8lab", description="Low-precision number formats, from the bits up.")
     sub = p.add_subparsers(dest="command", required=True)
     e = sub.add_parser("explain", help="sign, exponent and mantissa of a value, with the arithmetic")
     e.add_argument("value", type=float)
@@ -108,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--saturate", action="store_true", help="clamp overflow to +-max instead of NaN/inf")
     e.set_defaults(func=_cmd_explain)
     v = sub.add_parser("values", help="every code of a format and its value")
-    v.add_argument("format")
+    v.add_argument("format", help="format name, e.g. e4m3 or bf16")
     v.set_defaults(func=_cmd_values)
     f = sub.add_parser("formats", help="one table comparing every registered format")
     f.set_defaults(func=_cmd_formats)
@@ -131,23 +132,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _prepare(args: argparse.Namespace) -> None:
+    if getattr(args, "command", None) == "explain" and not args.format:
+        args.format = ["e4m3", "e5m2"]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default: the process arguments) and return the exit code.
+
+    A bad argument exits with code 2 (SystemExit) after one line on stderr; an error while the
+    command runs prints one line too (``fp8lab <command>: error: ...``) and returns 2, or 1 for a
+    bug (``FP8LAB_DEBUG=1`` shows its traceback); Ctrl-C returns 130 and a closed pipe 141.
 
     >>> main(["values", "fp4"])  # doctest: +ELLIPSIS
     code  bits    value  kind
     ...
     0
+    >>> main(["values", "fp9"])  # stderr: fp8lab values: error: unknown format 'fp9'; known names: ...
+    2
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if getattr(args, "command", None) == "explain" and not args.format:
-        args.format = ["e4m3", "e5m2"]
-    try:
-        return int(args.func(args) or 0)
-    except (ValueError, TypeError) as err:
-        print(f"fp8lab {args.command}: error: {err}", file=sys.stderr)
-        return 2
+    return run_command(build_parser, argv, prepare=_prepare)
 
 
 if __name__ == "__main__":  # pragma: no cover
