@@ -27,7 +27,8 @@ import re
 import sys
 from typing import Sequence
 
-from ..cli_types import positive_int
+from ..cli_types import MAX_WHOLE, fraction, positive_int
+from ..registry import get_format
 from ..tables import format_table
 from .fit import fit_report
 from .gpus import get_gpu, list_gpus
@@ -56,6 +57,8 @@ def parse_count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive count, got {text!r}")
     if not float(value).is_integer():
         raise argparse.ArgumentTypeError(f"a parameter count is a whole number (7e9, 7.5B), got {text!r}")
+    if value > MAX_WHOLE:
+        raise argparse.ArgumentTypeError(f"expected a count up to 2^63 - 1, got {text!r}")
     return int(value)
 
 
@@ -86,7 +89,11 @@ def _whole(x: float) -> "int | float":
 def _dtypes(values: list[str] | None) -> list[str]:
     if not values:
         return ["float32", "bf16", "fp8", "e5m2", "fp4"]
-    return [d.strip() for v in values for d in v.split(",") if d.strip()]
+    names = [d.strip() for v in values for d in v.split(",")]
+    if not all(names):
+        raise ValueError(f"--dtype takes format names separated by commas (e.g. bf16,fp8), got "
+                         f"{', '.join(repr(v) for v in values)}")
+    return names
 
 
 def _describe(model) -> str:
@@ -102,6 +109,7 @@ def _describe(model) -> str:
 def _kv(args: argparse.Namespace) -> int:
     """KV-cache size over dtypes."""
     scales = None if args.scales == "none" else args.scales
+    get_format(args.scale_dtype)  # an unknown name is refused even where no scales are stored
     rows = kv_cache_table(args.model, args.seq, args.batch, _dtypes(args.dtype), scale_granularity=scales,
                           scale_dtype=args.scale_dtype, block_size=args.block_size)
     print(_describe(args.model))
@@ -121,7 +129,7 @@ def _fit(args: argparse.Namespace) -> int:
     """What fits on a GPU: one report, or a table over all GPUs when --gpu is not given."""
     common = dict(seq_len=args.seq, batch=args.batch, weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype,
                   num_gpus=args.num_gpus, utilization=args.utilization)
-    if args.gpu:  # compute first, so that bad arguments print nothing but the error
+    if args.gpu is not None:  # compute first, so that bad arguments print nothing but the error
         g = get_gpu(args.gpu)
         r = fit_report(args.model, g, **common)
         print(_describe(args.model))
@@ -157,7 +165,7 @@ def _memory(args: argparse.Namespace) -> int:
         params, what = args.params, f"{args.params / 1e9:.2f}B parameters"
     zero = f", ZeRO-{args.zero_stage} over {args.num_gpus} GPUs" if args.zero_stage else \
         (f", {args.num_gpus} GPUs (replicated)" if args.num_gpus > 1 else "")
-    if args.plan:
+    if args.plan is not None:
         m = training_memory(params, args.plan, num_gpus=args.num_gpus, zero_stage=args.zero_stage)
         print(f"Training memory for {what}, memory plan {m.plan.name}{zero}, per GPU; activations not included")
         print(f"{m.plan.description}\nsource: {m.plan.source}\nGB = 10^9 bytes, GiB = 2^30 bytes\n")
@@ -207,7 +215,7 @@ def register(subparsers) -> None:
     fit.add_argument("--kv-dtype", default="bf16", help="format of the KV cache (default bf16)")
     fit.add_argument("--seq", type=positive_int, default=4096, help="tokens per sequence for max batch (default 4096)")
     fit.add_argument("--batch", type=positive_int, default=1, help="sequences for max context (default 1)")
-    fit.add_argument("--utilization", type=float, default=1.0,
+    fit.add_argument("--utilization", type=fraction, default=1.0,
                      help="fraction of GPU memory to use (vLLM's default is 0.9; default here 1.0)")
     fit.set_defaults(func=_fit, command="fit")
 
