@@ -30,13 +30,27 @@ lab ... tasks  points  chapters ... title
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
+from ..cli_types import DEBUG_ENV, CliParser, nonnegative_int, output_path, positive_int, run_command
 from ..tables import format_table
 from .catalog import get_lab, list_labs
 
-__all__ = ["register", "main", "labs_table"]
+__all__ = ["register", "main", "labs_table", "lab_name"]
+
+
+def lab_name(text: str) -> str:
+    """An argparse type: the name of a lab under ``solutions/``, checked when the arguments are parsed.
+
+    >>> lab_name("01_decode_exmy")
+    '01_decode_exmy'
+    """
+    try:
+        return get_lab(text).name
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def labs_table() -> tuple[list[str], list[list[object]]]:
@@ -142,7 +156,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
 
 def _safe(fn):
-    """Report a failed nbgrader run as an error message and exit code 2, not a traceback."""
+    """Report a failed nbgrader run as one line (the command and its last error) and exit code 2."""
 
     def run(args: argparse.Namespace) -> int:
         from .course import NbgraderError
@@ -150,7 +164,10 @@ def _safe(fn):
         try:
             return fn(args)
         except NbgraderError as err:
-            print(f"fp8lab labs {args.labs_command}: error: {err}", file=sys.stderr)
+            if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+                raise
+            print(f"fp8lab labs {args.labs_command}: error: {err.summary} "
+                  f"(run with {DEBUG_ENV}=1 to see nbgrader's log)", file=sys.stderr)
             return 2
 
     return run
@@ -173,55 +190,54 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("grade", help="grade your attempt with the hidden tests (in a scratch course)")
     p.add_argument("notebook", help="your notebook, e.g. my_labs/01_decode_exmy/01_decode_exmy.ipynb")
-    p.add_argument("--lab", help="the lab, when the file name does not say")
-    p.add_argument("--seed", type=int, help="seed of the hidden random cases (default: a fresh one)")
-    p.add_argument("--timeout", type=int, help="seconds per cell (default: nbgrader_config.py's)")
+    p.add_argument("--lab", type=lab_name, help="the lab, when the file name does not say")
+    p.add_argument("--seed", type=nonnegative_int, help="seed of the hidden random cases (default: a fresh one)")
+    p.add_argument("--timeout", type=positive_int, help="seconds per cell (default: nbgrader_config.py's)")
     p.set_defaults(func=_safe(_cmd_grade))
 
     p = sub.add_parser("generate", help="nbgrader generate_assignment: exercises/ and the gradebook from solutions/")
-    p.add_argument("labs", nargs="*", help="labs (default: all)")
+    p.add_argument("labs", nargs="*", type=lab_name, help="labs (default: all)")
     p.set_defaults(func=_safe(_cmd_generate))
 
     p = sub.add_parser("collect", help="copy a folder of <student id>.ipynb into .grading/submitted/")
-    p.add_argument("lab")
-    p.add_argument("folder")
+    p.add_argument("lab", type=lab_name)
+    p.add_argument("folder", help="a folder of <student id>.ipynb files")
     p.set_defaults(func=_safe(_cmd_collect))
 
     p = sub.add_parser("autograde", help="nbgrader autograde every collected submission, --jobs in parallel")
-    p.add_argument("lab")
-    p.add_argument("--jobs", "-j", type=int, default=1, help="worker processes (default 1)")
-    p.add_argument("--seed", type=int, help="seed of the hidden random cases for the whole class (default: fresh)")
-    p.add_argument("--timeout", type=int, help="seconds per cell for this run (default: nbgrader_config.py's)")
+    p.add_argument("lab", type=lab_name)
+    p.add_argument("--jobs", "-j", type=positive_int, default=1, help="worker processes (default 1)")
+    p.add_argument("--seed", type=nonnegative_int,
+                   help="seed of the hidden random cases for the whole class (default: fresh)")
+    p.add_argument("--timeout", type=positive_int, help="seconds per cell for this run (default: nbgrader_config.py's)")
     p.set_defaults(func=_safe(_cmd_autograde))
 
     p = sub.add_parser("feedback", help="nbgrader generate_feedback: one HTML page per student")
-    p.add_argument("lab")
+    p.add_argument("lab", type=lab_name)
     p.set_defaults(func=_safe(_cmd_feedback))
 
     p = sub.add_parser("export", help="nbgrader export: grades CSV (and a CSV of points per task)")
-    p.add_argument("--to", help="CSV file (default .grading/grades.csv)")
+    p.add_argument("--to", type=output_path, help="CSV file (default .grading/grades.csv)")
     p.set_defaults(func=_safe(_cmd_export))
 
     p = sub.add_parser("check", help="check that labs follow solutions/AUTHORING.md")
-    p.add_argument("labs", nargs="*")
+    p.add_argument("labs", nargs="*", type=lab_name)
     p.set_defaults(func=_safe(_cmd_check))
 
     p = sub.add_parser("release", help="release labs into the local exchange for JupyterLab's Assignments panel")
-    p.add_argument("labs", nargs="*")
+    p.add_argument("labs", nargs="*", type=lab_name)
     p.set_defaults(func=_safe(_cmd_release))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m fp8lab.labs <subcommand>``: the same as ``fp8lab labs <subcommand>``.
+    """``python -m fp8lab.labs <subcommand>``: the same as ``fp8lab labs <subcommand>``, errors as one line.
 
-    >>> main(["grade", "no_such_file.ipynb"])
+    >>> main(["grade", "no_such_file.ipynb"])  # stderr: fp8lab labs grade: error: no_such_file.ipynb is not a notebook file
     2
     """
-    parser = argparse.ArgumentParser(prog="python -m fp8lab.labs", description="fp8lab's graded labs")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["labs", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        return int(args.func(args) or 0)
-    except (ValueError, TypeError, RuntimeError) as err:
-        print(f"fp8lab labs {args.labs_command}: error: {err}", file=sys.stderr)
-        return 2
+    def make() -> argparse.ArgumentParser:
+        parser = CliParser(prog="fp8lab", description="fp8lab's graded labs")
+        register(parser.add_subparsers(dest="command", required=True))
+        return parser
+
+    return run_command(make, ["labs", *(sys.argv[1:] if argv is None else argv)])

@@ -33,7 +33,19 @@ COURSE_ID = "fp8lab"
 
 
 class NbgraderError(RuntimeError):
-    """An nbgrader command failed; the message carries the end of its log."""
+    """An nbgrader command failed; the message carries the end of its log, :attr:`summary` one line of it."""
+
+    @property
+    def summary(self) -> str:
+        """The message's first line and the log's last error line, as one line (what the command line prints).
+
+        >>> NbgraderError("nbgrader x failed (exit 1):\\n[x | INFO] start\\n[x | ERROR] no file a\\nTrace\\n").summary
+        'nbgrader x failed (exit 1): [x | ERROR] no file a'
+        """
+        first, *log = str(self).splitlines() or [""]
+        errors = [ln.strip() for ln in log if ("error" in ln.lower() or "ran past" in ln) and ln.strip()]
+        last = errors[-1] if errors else next((ln.strip() for ln in reversed(log) if ln.strip()), "")
+        return " ".join(f"{first.rstrip(':')}: {last}".split()) if last else first
 
 
 @dataclass(frozen=True)

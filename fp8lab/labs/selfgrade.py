@@ -9,6 +9,7 @@ message that says what was expected and what came back.
 
 from __future__ import annotations
 
+import json
 import pathlib
 import secrets
 import shutil
@@ -17,9 +18,10 @@ import time
 from dataclasses import dataclass
 
 from .catalog import Lab, get_lab, list_labs
+from .course import NbgraderError
 from .grading import _per_student_limit, cell_messages, grade_in_scratch, prepare_scratch, task_scores
 
-__all__ = ["TaskResult", "SelfGrade", "grade_attempt", "lab_of"]
+__all__ = ["TaskResult", "SelfGrade", "grade_attempt", "lab_of", "check_attempt"]
 
 LEARNER = "learner"
 
@@ -89,6 +91,64 @@ def lab_of(path: pathlib.Path) -> Lab:
     raise ValueError(f"cannot tell which lab {path} is: name it <lab>.ipynb or pass --lab; the labs are {sorted(names)}")
 
 
+def check_attempt(path: str | pathlib.Path, lab: Lab) -> None:
+    """Raise ValueError, in one line, when ``path`` is not a readable notebook with some of ``lab``'s answer cells.
+
+    Run before grading, so that a malformed file is refused with what is wrong with it rather than
+    with the end of nbgrader's log.
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".ipynb") as fh:
+    ...     _ = fh.write('{"cells": [')
+    ...     fh.flush()
+    ...     check_attempt(fh.name, get_lab("01_decode_exmy"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ... is not a Jupyter notebook: its JSON ends early at line 1 column 12
+    """
+    path = pathlib.Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder, not a notebook file")
+    if not path.is_file():
+        raise ValueError(f"{path} is not a notebook file")
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise ValueError(f"cannot read {path}: {err.strerror or err}") from None
+    if not data.strip():
+        raise ValueError(f"{path} is empty, not a Jupyter notebook")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path} is not a Jupyter notebook: not UTF-8 text (byte {err.start})") from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as err:
+        what = "its JSON ends early" if err.pos >= len(text.rstrip()) else f"invalid JSON ({err.msg})"
+        raise ValueError(f"{path} is not a Jupyter notebook: {what} at line {err.lineno} column {err.colno}") from None
+    except RecursionError:
+        raise ValueError(f"{path} is not a Jupyter notebook: its JSON is nested too deeply") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list) or not isinstance(raw.get("nbformat"), int):
+        raise ValueError(f"{path} is not a Jupyter notebook: expected a JSON object with a 'cells' list and an "
+                         f"'nbformat' version, got {type(raw).__name__ if not isinstance(raw, dict) else 'keys ' + str(sorted(raw)[:5])}")
+    if raw["nbformat"] != 4:
+        raise ValueError(f"{path} is a version {raw['nbformat']} notebook; the labs are version 4 notebooks "
+                         "(open and save it in JupyterLab)")
+    import nbformat
+
+    try:
+        nb = nbformat.reads(text, as_version=4)
+        nbformat.validate(nb)
+    except Exception as err:  # noqa: BLE001 - nbformat raises several kinds; each means the same here
+        first = str(getattr(err, "message", "") or err).strip().splitlines()
+        raise ValueError(f"{path} is not a valid Jupyter notebook: {first[0][:200] if first else type(err).__name__}") from None
+    ids = {t.id for t in lab.tasks}
+    found = {(c.get("metadata", {}).get("nbgrader") or {}).get("grade_id") for c in nb.cells}
+    if not ids & found:
+        raise ValueError(f"{path} has none of the answer cells of {lab.name} (cells with grade_id "
+                         f"{', '.join(sorted(ids))}): start from exercises/{lab.name}/{lab.name}.ipynb")
+
+
 def grade_attempt(notebook: str | pathlib.Path, *, lab: str | None = None, seed: int | None = None,
                   timeout: int | None = None) -> SelfGrade:
     """Grade one attempt at a lab with its hidden tests and return the points and messages per task.
@@ -100,8 +160,9 @@ def grade_attempt(notebook: str | pathlib.Path, *, lab: str | None = None, seed:
     """
     path = pathlib.Path(notebook)
     if not path.is_file():
-        raise ValueError(f"{path} is not a notebook file")
+        raise ValueError(f"{path} is {'a folder, ' if path.is_dir() else ''}not a notebook file")
     the_lab = get_lab(lab) if lab else lab_of(path)
+    check_attempt(path, the_lab)  # a malformed file is refused here, in one line, before nbgrader starts
     seed = secrets.randbits(63) if seed is None else int(seed)
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"fp8lab-selfgrade-{the_lab.name}-") as tmp:
@@ -114,7 +175,7 @@ def grade_attempt(notebook: str | pathlib.Path, *, lab: str | None = None, seed:
         graded = course.autograded(LEARNER, the_lab.name) / f"{the_lab.name}.ipynb"
         if scores is None or not graded.is_file():
             tail = "\n".join(log.splitlines()[-15:])
-            raise RuntimeError(f"nbgrader could not grade {path}:\n{tail}")
+            raise NbgraderError(f"nbgrader could not grade {path}:\n{tail}")
         messages = cell_messages(graded)
     results = []
     for t in the_lab.tasks:
