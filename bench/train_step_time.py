@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from fp8lab.machine import describe
 from fp8lab.nn import LinearRecipe
 from fp8lab.train import TrainConfig
 from fp8lab.train.loop import Run
@@ -91,8 +92,10 @@ def main() -> None:
                               "method": "all recipes stepped in turn (order rotating), one thread; median over rounds "
                                         "of each recipe's wall-clock step time divided by fp32's in the same round; "
                                         "median of that over the repeats",
-                              "note": "measured with nothing else running on the machine (load averages recorded); "
-                                      "use these ratios, not the long run's"}
+                              "machine_record": describe(),
+                              "note": "ratios within a round are what a changing load slows alike; the load averages "
+                                      "before and after say how busy the machine was; use these ratios, not the long "
+                                      "run's"}
     RESULTS.write_text(json.dumps(rec, indent=1))
 
 
