@@ -8,6 +8,11 @@ precision). AdamW updates FP32 master weights. A recipe with ``loss_scaling`` ru
 layer the amax and scale histories of each role, the fraction of nonzero output gradients that
 underflowed to zero, and the saturated (overflowed) blocks.
 
+A run *diverges* when a loss is not finite: a training step's (whether or not the loss scaler
+skipped that step) or a validation loss. ``diverged_at`` is the first such step. Without a loss
+scaler the run stops there; with one it goes on, as the scaler would. Ctrl+C raises
+:class:`TrainingInterrupted`, a ``KeyboardInterrupt`` carrying the steps done (``"partial": True``).
+
 >>> r = train("fp8-rowwise", TrainConfig(steps=2, eval_iters=1, n_layer=1, n_embd=32, n_head=2, block_size=16, batch_size=2))
 >>> len(r["loss"]), sorted(r["layers"])[:2], r["recipe"]["name"]
 (2, ['h.0.attn.c_attn', 'h.0.attn.c_proj'], 'fp8-rowwise')
@@ -25,7 +30,7 @@ import numpy as np
 from .config import TrainConfig
 from .data import SOURCE, load_shakespeare
 
-__all__ = ["train", "Run", "versions"]
+__all__ = ["train", "Run", "versions", "TrainingInterrupted"]
 
 
 def versions() -> dict[str, str]:
@@ -40,6 +45,18 @@ def versions() -> dict[str, str]:
 
     return {"fp8lab": fp8lab.__version__, "torch": torch.__version__, "numpy": np.__version__,
             "python": platform.python_version()}
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl+C during :func:`train`: a KeyboardInterrupt whose ``result`` is the run so far, marked ``"partial": True``.
+
+    >>> err = TrainingInterrupted({"partial": True, "steps_done": 3}); isinstance(err, KeyboardInterrupt), err.result["steps_done"]
+    (True, 3)
+    """
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        super().__init__(f"training interrupted after {result.get('steps_done')} steps")
+        self.result = result
 
 
 def _optimizer(model, cfg: TrainConfig):
@@ -166,59 +183,79 @@ def _train(recipe, cfg: TrainConfig, progress) -> dict[str, Any]:
 
     hist: dict[str, dict[str, Any]] = {n: {"amax": {}, "scale": {}, "underflow": [], "overflow": []} for n in layers}
     losses, times, underflow, overflow, loss_scale, vals = [], [], [], [], [], []
-    skipped, diverged = 0, False
+    skipped, done, diverged_at = 0, 0, None
     t_start = time.perf_counter()
-    for step in range(cfg.steps):
-        if scaler is not None:
-            loss_scale.append(scaler.scale)  # the scale this step's loss is multiplied by
-        loss, ok, dt = run.step(step)
-        skipped += not ok
-        lv = float(loss.detach())
-        losses.append(lv)
-        times.append(dt)
-        under_step, over_step = [], 0
-        for n, m in layers.items():
-            h = hist[n]
-            for role, st in m.stats.items():
-                h["amax"].setdefault(role, []).append(st["amax"])
-                h["scale"].setdefault(role, []).append(st["scale"])
-            u = m.stats.get("grad_output", {}).get("underflow", 0.0)
-            o = sum(st["saturated_blocks"] for st in m.stats.values())
-            h["underflow"].append(u)
-            h["overflow"].append(o)
-            under_step.append(u)
-            over_step += o
-        underflow.append(float(np.mean(under_step)) if under_step else 0.0)
-        overflow.append(int(over_step))
-        if progress is not None:
-            progress(step + 1, lv, dt)
-        if not math.isfinite(lv) and scaler is None:
-            diverged = True
-            break
-        if (step + 1) % cfg.eval_interval == 0 or step + 1 == cfg.steps:
-            vals.append({"step": step + 1, **_estimate_loss(model, corpus, cfg, cfg.seed + 1)})
-    wall = time.perf_counter() - t_start
-    return {
-        "config": cfg.as_dict(),
-        "model": {**gcfg.as_dict(), "params": model.num_params()},
-        "data": {"source": SOURCE, "chars": len(corpus.text), "vocab_size": corpus.vocab_size,
-                 "train_tokens": len(corpus.train), "val_tokens": len(corpus.val)},
-        "recipe": {"name": recipe.name, "control": recipe.control, "description": recipe.description,
-                   "source": recipe.source, **recipe.describe()},
-        "convert": {"swapped": list(report.swapped), "left": report.left},
-        "loss": losses,
-        "step_time_s": times,
-        "val": vals,
-        "final_val_loss": vals[-1]["val"] if vals else None,
-        "underflow": underflow,
-        "overflow": overflow,
-        "loss_scale": loss_scale,
-        "skipped_steps": skipped,
-        "diverged": diverged,
-        "layers": hist,
-        "states": {n: {role: (None if h is None else {"steps": h["steps"], "scale": h["scale"]})
-                       for role, h in m.state.as_dict().items()} for n, m in layers.items()},
-        "wall_s": wall,
-        "threads": torch.get_num_threads(),
-        "versions": versions(),
-    }
+
+    def result(partial: bool) -> dict[str, Any]:
+        """The run as plain data, every per-step list cut to the ``done`` steps recorded in full."""
+        for h in hist.values():
+            for key in ("amax", "scale"):
+                for role in h[key]:
+                    del h[key][role][done:]
+            del h["underflow"][done:], h["overflow"][done:]
+        return {
+            "config": cfg.as_dict(),
+            "model": {**gcfg.as_dict(), "params": model.num_params()},
+            "data": {"source": SOURCE, "chars": len(corpus.text), "vocab_size": corpus.vocab_size,
+                     "train_tokens": len(corpus.train), "val_tokens": len(corpus.val)},
+            "recipe": {"name": recipe.name, "control": recipe.control, "description": recipe.description,
+                       "source": recipe.source, **recipe.describe()},
+            "convert": {"swapped": list(report.swapped), "left": report.left},
+            "partial": partial,
+            "steps_done": done,
+            "loss": losses[:done],
+            "step_time_s": times[:done],
+            "val": vals,
+            "final_val_loss": vals[-1]["val"] if vals else None,
+            "underflow": underflow[:done],
+            "overflow": overflow[:done],
+            "loss_scale": loss_scale[:done],
+            "skipped_steps": skipped,
+            "diverged": diverged_at is not None,
+            "diverged_at": diverged_at,
+            "layers": hist,
+            "states": {n: {role: (None if h is None else {"steps": h["steps"], "scale": h["scale"]})
+                           for role, h in m.state.as_dict().items()} for n, m in layers.items()},
+            "wall_s": time.perf_counter() - t_start,
+            "threads": torch.get_num_threads(),
+            "versions": versions(),
+        }
+
+    try:
+        for step in range(cfg.steps):
+            if scaler is not None:
+                loss_scale.append(scaler.scale)  # the scale this step's loss is multiplied by
+            loss, ok, dt = run.step(step)
+            lv = float(loss.detach())
+            losses.append(lv)
+            times.append(dt)
+            under_step, over_step = [], 0
+            for n, m in layers.items():
+                h = hist[n]
+                for role, st in m.stats.items():
+                    h["amax"].setdefault(role, []).append(st["amax"])
+                    h["scale"].setdefault(role, []).append(st["scale"])
+                u = m.stats.get("grad_output", {}).get("underflow", 0.0)
+                o = sum(st["saturated_blocks"] for st in m.stats.values())
+                h["underflow"].append(u)
+                h["overflow"].append(o)
+                under_step.append(u)
+                over_step += o
+            underflow.append(float(np.mean(under_step)) if under_step else 0.0)
+            overflow.append(int(over_step))
+            skipped += not ok
+            done = step + 1
+            if diverged_at is None and not math.isfinite(lv):
+                diverged_at = done  # skipped by the loss scaler or not, a non-finite loss is a diverged run
+            if progress is not None:
+                progress(done, lv, dt)
+            if not math.isfinite(lv) and scaler is None:
+                break
+            if done % cfg.eval_interval == 0 or done == cfg.steps:
+                v = {"step": done, **_estimate_loss(model, corpus, cfg, cfg.seed + 1)}
+                vals.append(v)
+                if diverged_at is None and not (math.isfinite(v["train"]) and math.isfinite(v["val"])):
+                    diverged_at = done
+    except KeyboardInterrupt:
+        raise TrainingInterrupted(result(partial=True)) from None
+    return result(partial=False)
