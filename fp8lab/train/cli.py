@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..cli_types import nonnegative_int, positive_int
+from .output import _show, atomic_write, check_output_path, finite_json, partial_path
 
 __all__ = ["register", "build_parser", "main", "run"]
 
@@ -37,8 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-interval", type=positive_int, default=250, help="steps between validation losses")
     p.add_argument("--eval-iters", type=positive_int, default=20, help="batches per validation loss")
     p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
-    p.add_argument("--json", type=Path, help="write the run(s) as JSON here")
-    p.add_argument("--plot", type=Path, help="draw the loss curve(s) into this image")
+    p.add_argument("--json", help="write the run(s) as JSON here (checked before training; NaN and inf written as null)")
+    p.add_argument("--plot", help="draw the loss curve(s) into this image (checked before training; the extension picks the format)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -74,6 +77,13 @@ class _Bar:
         self.tty = sys.stderr.isatty()
         self.every = 1 if self.tty else max(1, total // 10)
         self.t0 = time.perf_counter()
+        self.open = False  # a tty line drawn without its newline yet
+
+    def end_line(self) -> None:
+        """End a line drawn on a terminal without its newline (before a message)."""
+        if self.open:
+            print(file=sys.stderr, flush=True)
+            self.open = False
 
     def __call__(self, step: int, loss: float, dt: float) -> None:
         if self.quiet or (step % self.every and step != self.total):
@@ -82,8 +92,8 @@ class _Bar:
         done = int(width * step / self.total)
         line = (f"{self.name:>24s} [{'#' * done}{'.' * (width - done)}] {step}/{self.total} "
                 f"loss {loss:.4f}  {dt * 1e3:.0f} ms/step  {time.perf_counter() - self.t0:.0f} s")
-        print(("\r" if self.tty else "") + line, end="" if self.tty and step != self.total else "\n",
-              file=sys.stderr, flush=True)
+        self.open = self.tty and step != self.total
+        print(("\r" if self.tty else "") + line, end="" if self.open else "\n", file=sys.stderr, flush=True)
 
 
 def _list() -> int:
@@ -113,7 +123,33 @@ def _memory(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plot_format(path: str) -> str:
+    """The image format matplotlib writes for ``path`` (its extension; png without one)."""
+    return Path(path).suffix[1:].lower() or "png"
+
+
+def _check_outputs(args: argparse.Namespace) -> tuple[Path | None, Path | None]:
+    """The ``--json`` and ``--plot`` paths, refused (ValueError, one line) before any training when nothing can be written there."""
+    js = None if args.json is None else check_output_path(args.json, "--json")
+    plot = None if args.plot is None else check_output_path(args.plot, "--plot")
+    if plot is not None:
+        try:
+            from matplotlib.backend_bases import FigureCanvasBase
+        except ImportError:
+            raise ValueError("--plot needs matplotlib, which is not installed") from None
+        kinds = FigureCanvasBase.get_supported_filetypes()
+        fmt = _plot_format(args.plot)
+        if fmt not in kinds:
+            raise ValueError(f"--plot {_show(args.plot)}: matplotlib cannot write .{fmt} images (it writes {', '.join(sorted(kinds))})")
+    if js is not None and plot is not None and js.resolve() == plot.resolve():
+        raise ValueError(f"--json and --plot name the same file, {_show(args.json)}")
+    return js, plot
+
+
 def _plot(runs: list[dict], path: Path) -> None:
+    """Draw the loss curves into ``path`` (written atomically, in the format of its extension)."""
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -122,28 +158,111 @@ def _plot(runs: list[dict], path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for r in runs:
-        loss = np.asarray(r["loss"])
+        loss = np.asarray(r["loss"], dtype=float)
+        if not len(loss):
+            continue
         w = max(1, min(25, len(loss) // 10))
         smooth = np.convolve(loss, np.ones(w) / w, mode="valid")
         line, = ax.plot(np.arange(w, len(loss) + 1), smooth, label=r["recipe"]["name"], lw=1.2)
         if r["val"]:
             ax.plot([v["step"] for v in r["val"]], [v["val"] for v in r["val"]], "o", color=line.get_color(), ms=4)
     ax.set_xlabel("step")
-    ax.set_ylabel(f"training loss (moving mean); dots: validation")
+    ax.set_ylabel("training loss (moving mean); dots: validation")
     ax.set_title(f"tiny GPT on Shakespeare, seed {runs[0]['config']['seed']}")
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, dpi=120, format=_plot_format(str(path)))
+    finally:
+        plt.close(fig)
+    atomic_write(path, buf.getvalue())
+
+
+def _num(x: float | None, spec: str, scale: float = 1.0) -> str:
+    """``x * scale`` formatted by ``spec``; ``n/a`` for None (a run that stopped before that number existed)."""
+    return "n/a" if x is None else format(x * scale, spec)
+
+
+def _summary(name: str, res: dict) -> str:
+    """The one-line summary of a run; every field None-safe (a run may diverge or stop before its first validation)."""
+    times = sorted(res["step_time_s"])
+    under = res["underflow"]
+    line = (f"{name}: final val loss {_num(res['final_val_loss'], '.4f')}, "
+            f"median step {_num(times[len(times) // 2] if times else None, '.0f', 1e3)} ms, "
+            f"mean underflow {_num(sum(under) / len(under) if under else None, '.4f')}, "
+            f"overflowed blocks {sum(res['overflow'])}, wall {_num(res['wall_s'], '.1f')} s")
+    if res.get("skipped_steps"):
+        line += f", skipped {res['skipped_steps']}/{len(res['loss'])} steps"
+    if res["diverged"]:
+        at = res.get("diverged_at")
+        line += " (DIVERGED: non-finite loss" + (f" at step {at})" if at is not None else ")")
+    return line
+
+
+def _write_json(path: Path, doc: Any) -> str:
+    """Write ``doc`` as strict JSON to ``path`` atomically; where that fails, to a new file in the temporary folder.
+
+    Returns a note for the user when the result went elsewhere (empty when it went to ``path``).
+    """
+    text = finite_json(doc)
+    try:
+        atomic_write(path, text)
+        return ""
+    except OSError as err:
+        fd, spare = tempfile.mkstemp(prefix="fp8lab-train-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        return f"could not write {_show(path)} ({err.strerror or err}), so the result went to {spare}"
+
+
+def _save_partial(js: Path | None, runs: list[dict], not_run: list[str]) -> str:
+    """Write the runs so far, marked partial, without replacing a complete result; the one-line note on where they went."""
+    if js is None:
+        return "no --json given, so nothing was written"
+    if not any(r["steps_done"] for r in runs):
+        return "no step finished, so nothing was written"
+    doc = runs[0] if len(runs) + len(not_run) == 1 else {"runs": runs, "partial": True, "not_run": not_run}
+    target, note = js, ""
+    if js.exists():
+        try:
+            old = json.loads(js.read_text())
+        except (OSError, ValueError):
+            old = None
+        if not (isinstance(old, dict) and old.get("partial") is True):  # a complete result, or not ours: keep it
+            target = partial_path(js)
+            note = f" (not to {_show(js)}, which holds an earlier result)"
+    moved = _write_json(target, doc)
+    return moved or f"partial result written to {_show(target)}{note}"
+
+
+def _write_outputs(runs: list[dict], js: Path | None, plot: Path | None) -> int:
+    """Write the finished runs' JSON, then their plot; 0, or 1 (with a one-line message) when something went elsewhere or failed."""
+    rc = 0
+    if js is not None:
+        moved = _write_json(js, runs[0] if len(runs) == 1 else {"runs": runs})
+        if moved:
+            print(f"fp8lab train: {moved}", file=sys.stderr)
+            rc = 1
+    if plot is not None:
+        try:
+            _plot(runs, plot)
+        except Exception as err:  # the JSON is written; a failed drawing must not hide that
+            print(f"fp8lab train: could not draw {_show(plot)} ({type(err).__name__}: {err})".replace("\n", " "),
+                  file=sys.stderr)
+            rc = 1
+    return rc
 
 
 def run(args: argparse.Namespace) -> int:
-    """Carry out parsed ``train`` arguments (raises ValueError for a bad recipe name)."""
+    """Carry out parsed ``train`` arguments (raises ValueError for a bad recipe name or output path; Ctrl+C returns 130)."""
     if args.list:
         return _list()
     if args.memory:
         return _memory(args)
+    js, plot = _check_outputs(args)  # before torch is imported, let alone a step taken
     from ..nn.recipe import LinearRecipe
     from .config import TrainConfig
 
@@ -153,22 +272,42 @@ def run(args: argparse.Namespace) -> int:
     recipes = [LinearRecipe.from_name(n) for n in names]  # unknown names fail here, before any training
     cfg = TrainConfig(steps=args.steps, seed=args.seed, eval_interval=min(args.eval_interval, args.steps),
                       eval_iters=args.eval_iters)
-    from .loop import train
+    runs: list[dict] = []
+    bar = None
+    writing = False
+    try:
+        from .loop import train
 
-    runs = []
-    for r in recipes:
-        res = train(r, cfg, progress=_Bar(r.name, cfg.steps, args.quiet), threads=args.threads)
-        runs.append(res)
-        times = sorted(res["step_time_s"])
-        print(f"{r.name}: final val loss {res['final_val_loss']:.4f}, median step {1e3 * times[len(times) // 2]:.0f} ms, "
-              f"mean underflow {sum(res['underflow']) / len(res['underflow']):.4f}, "
-              f"overflowed blocks {sum(res['overflow'])}, wall {res['wall_s']:.1f} s"
-              + (" (DIVERGED: non-finite loss)" if res["diverged"] else ""))
-    if args.json:
-        args.json.write_text(json.dumps(runs[0] if len(runs) == 1 else {"runs": runs}, indent=1))
-    if args.plot:
-        _plot(runs, args.plot)
-    return 0
+        for r in recipes:
+            bar = _Bar(r.name, cfg.steps, args.quiet)
+            res = train(r, cfg, progress=bar, threads=args.threads)
+            runs.append(res)
+            print(_summary(r.name, res), flush=True)
+        writing = True
+        return _write_outputs(runs, js, plot)
+    except KeyboardInterrupt as err:
+        if bar is not None:
+            bar.end_line()
+        if writing:  # atomic writes: each file is the old one or the new one
+            print("fp8lab train: interrupted while writing the results", file=sys.stderr, flush=True)
+            return 130
+        partial = getattr(err, "result", None)
+        kept = [*runs, partial] if partial else runs
+        if len(runs) < len(recipes):
+            where = f"{recipes[len(runs)].name} at step {partial['steps_done'] if partial else 0}/{cfg.steps}"
+        else:
+            where = "after the last run"
+        try:
+            note = _save_partial(js, kept, [r.name for r in recipes[len(kept):]])
+        except KeyboardInterrupt:
+            note = "interrupted again while writing, so nothing was written"
+        print(f"fp8lab train: interrupted ({where}); {note}", file=sys.stderr, flush=True)
+        return 130
+    except Exception:
+        if runs and js is not None and not writing and len(runs) < len(recipes):  # keep the recipes that finished
+            note = _save_partial(js, runs, [r.name for r in recipes[len(runs):]])
+            print(f"fp8lab train: {recipes[len(runs)].name} failed; {note}", file=sys.stderr, flush=True)
+        raise
 
 
 def main(argv: Sequence[str] | None = None) -> int:
