@@ -25,6 +25,7 @@ import numpy as np
 from fp8lab.machine import describe
 from fp8lab.nn import LinearRecipe
 from fp8lab.train import TrainConfig
+from fp8lab.train.output import atomic_write, finite_json
 from fp8lab.train.loop import train, versions
 from fp8lab.train.parity import markdown_table, parity_table
 
@@ -103,7 +104,7 @@ def merge(paths: list[Path], out: Path, commits: list[str] | None = None) -> dic
               "note": parts[0]["note"] + f"; merged from {len(parts)} processes run side by side, one core each "
                       "(each row's step-time ratio is against the fp32 run of its own process and seed)",
               "machine": parts[0]["machine"], "versions": parts[0]["versions"], "runs": runs, "rows": rows}
-    out.write_text(json.dumps(merged, indent=1))
+    atomic_write(out, finite_json(merged))
     return merged
 
 
@@ -142,7 +143,7 @@ def main() -> None:
         out["rows"].append(row)
         out["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps(out, indent=1))
+        atomic_write(a.out, finite_json(out))
         print(f"{name}: val {row['final_val_loss']:.4f}  {row['median_step_s'] * 1e3:.0f} ms/step  wall {row['wall_s']:.0f} s",
               flush=True)
     print(table(out["rows"]))

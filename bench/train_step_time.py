@@ -26,6 +26,7 @@ import torch
 from fp8lab.machine import describe
 from fp8lab.nn import LinearRecipe
 from fp8lab.train import TrainConfig
+from fp8lab.train.output import atomic_write, finite_json
 from fp8lab.train.loop import Run
 
 RESULTS = Path(__file__).resolve().parent / "results" / "train.json"
@@ -96,7 +97,7 @@ def main() -> None:
                               "note": "ratios within a round are what a changing load slows alike; the load averages "
                                       "before and after say how busy the machine was; use these ratios, not the long "
                                       "run's"}
-    RESULTS.write_text(json.dumps(rec, indent=1))
+    atomic_write(RESULTS, finite_json(rec))
 
 
 if __name__ == "__main__":
