@@ -69,14 +69,10 @@ BAD_NOTEBOOKS = {
 
 #: derived cases that only a change inside a directory another engineer owns can fix: case id -> owner and why
 _QUIZ = "owned by fp8lab/interview (the quiz fixes): "
-_TRAIN = "owned by fp8lab/train: "
 OWNED: dict[str, str] = {
     **{f"quiz-tag-{label}": _QUIZ + "a --tag that no question has starts the quiz with no questions (exit 0)"
        for label, _ in BAD_NAMES},
     "quiz-export-empty": _QUIZ + "--export '' is taken as no --export and the interactive quiz starts",
-    "train-compare-empty": _TRAIN + "--compare '' is taken as no --compare and fp32 training starts",
-    **{f"train-model-{label}": _TRAIN + "--model is read only with --memory; otherwise any name is ignored and "
-       "training starts" for label, _ in BAD_NAMES},
 }
 
 

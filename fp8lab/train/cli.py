@@ -32,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true", help="describe the recipes and exit")
     p.add_argument("--memory", action="store_true",
                    help="print each recipe's training memory (weights, FP8 copies, gradients, optimizer, saved inputs) and exit")
-    p.add_argument("--model", default="tiny-gpt",
+    p.add_argument("--model", default=None,
                    help="with --memory: tiny-gpt (default) or a published dense model (fp8lab size --list), e.g. llama-2-7b")
     p.add_argument("--tokens", type=positive_int, help="with --memory: tokens per step (default: 12 x 64 for tiny-gpt, 4096 otherwise)")
     p.add_argument("--steps", type=positive_int, default=2000, help="training steps (default 2000, nanoGPT's CPU example)")
@@ -111,7 +111,7 @@ def _memory(args: argparse.Namespace) -> int:
     from ..tables import format_table
     from .memory import memory_table, model_linears
 
-    m = model_linears(args.model, tokens=args.tokens)
+    m = model_linears(args.model or "tiny-gpt", tokens=args.tokens)
     names = [n.strip() for n in args.compare.split(",")] if args.compare else None
     headers, rows = memory_table(m, names)
     print(f"{m.name}: {m.params:,} parameters, {m.tokens} tokens per step (bytes; GB = 10^9)")
@@ -258,10 +258,15 @@ def _write_outputs(runs: list[dict], js: Path | None, plot: Path | None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Carry out parsed ``train`` arguments (raises ValueError for a bad recipe name or output path; Ctrl+C returns 130)."""
+    if args.compare is not None and not args.compare.strip(" ,"):
+        raise ValueError(f"--compare takes recipe names separated by commas, got {args.compare!r}")
     if args.list:
         return _list()
     if args.memory:
         return _memory(args)
+    unused = [o for o, v in (("--model", args.model), ("--tokens", args.tokens)) if v is not None]
+    if unused:  # read only with --memory: a name given for training would be ignored without a word
+        raise ValueError(f"{' and '.join(unused)} apply only with --memory (training uses the tiny GPT)")
     js, plot = _check_outputs(args)  # before torch is imported, let alone a step taken
     from ..nn.recipe import LinearRecipe
     from .config import TrainConfig
