@@ -24,6 +24,7 @@ from typing import Any, Iterable, Mapping, Sequence
 __all__ = [
     "Question", "Problem", "LANGS", "TOPICS", "KINDS", "DIFFICULTIES", "DATA_DIR",
     "read_bank", "read_file", "parse_questions", "load_bank", "get_question", "schema_problems", "letters",
+    "parse_precision", "stated_precisions", "DEFAULT_PRECISION",
 ]
 
 #: The two languages every text is written in.
@@ -46,7 +47,7 @@ _LIST_FIELDS = ("hints", "choices", "points")
 _KEYS = {
     "id", "topic", "difficulty", "kind", "tags", "prompt", "hints", "explanation", "answer", "unit", "tolerance",
     "rel_tolerance", "choices", "choice_values", "check", "check_tol", "check_expect", "model_answer", "points",
-    "weak_answer", "claim", "claim_source", "correction", "source",
+    "weak_answer", "claim", "claim_source", "correction", "source", "precision",
 }
 _FILE_KEYS = {"topic", "question"}
 
@@ -113,6 +114,7 @@ class Question:
     claim_source: str | None = None
     correction: Mapping[str, str] | None = None
     source: str | None = None
+    precision: str | None = None
     file: str | None = None
 
     def __hash__(self) -> int:
@@ -214,7 +216,7 @@ def _build(raw: dict, file_topic: Any, file: str) -> Question:
         model_answer=_freeze_text(raw.get("model_answer")), points=_freeze_list(raw.get("points")),
         weak_answer=_freeze_text(raw.get("weak_answer")), claim=_freeze_text(raw.get("claim")),
         claim_source=raw.get("claim_source"), correction=_freeze_text(raw.get("correction")),
-        source=raw.get("source"), file=file,
+        source=raw.get("source"), precision=raw.get("precision"), file=file,
     )
 
 
@@ -325,7 +327,8 @@ def _question_problems(raw: dict, file_topic: Any) -> list[str]:  # noqa: C901 -
         cv = raw.get("choice_values")
         if cv is not None and (not isinstance(cv, list) or len(cv) != n):
             out.append(f"choice_values must be a list with one value per choice ({n}), got {cv!r}")
-        for name in ("unit", "tolerance", "rel_tolerance", "model_answer", "points", "weak_answer", "check_expect"):
+        for name in ("unit", "tolerance", "rel_tolerance", "model_answer", "points", "weak_answer", "check_expect",
+                     "precision"):
             if name in raw:
                 out.append(f"{name} does not belong to a {kind}-choice question")
     elif kind == "numeric":
@@ -338,6 +341,7 @@ def _question_problems(raw: dict, file_topic: Any) -> list[str]:  # noqa: C901 -
         for name in ("choices", "choice_values", "model_answer", "points", "weak_answer", "check_expect"):
             if name in raw:
                 out.append(f"{name} does not belong to a numeric question")
+        out += _precision_problems(raw)
     elif kind == "open":
         out += _text_problems(str(qid), "model_answer", raw.get("model_answer"), required=True)
         out += _list_problems("points", raw.get("points"), required=True, cjk=True)
@@ -348,7 +352,7 @@ def _question_problems(raw: dict, file_topic: Any) -> list[str]:  # noqa: C901 -
             out.append("an open question with a check needs check_expect (the value the check must produce)")
         if "check_expect" in raw and "check" not in raw:
             out.append("check_expect without a check")
-        for name in ("choices", "choice_values", "unit", "tolerance", "rel_tolerance"):
+        for name in ("choices", "choice_values", "unit", "tolerance", "rel_tolerance", "precision"):
             if name in raw:
                 out.append(f"{name} does not belong to an open question")
 
@@ -366,6 +370,87 @@ def _question_problems(raw: dict, file_topic: Any) -> list[str]:  # noqa: C901 -
         present = [k for k in myth_fields if k in raw]
         if present:
             out.append(f"{present} belong to myths: add the tag 'myth' or remove them")
+    return out
+
+
+# ----- how precisely a numeric answer must be given -------------------------------------------
+
+#: The precision of a numeric question whose prompt states none: three significant figures.
+DEFAULT_PRECISION: tuple[str, int] = ("sig", 3)
+_PRECISION = re.compile(r"^(?:(exact)|([1-9]|1[0-5]) (significant|decimals))$")
+_EN_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+               "ten": 10}
+_ZH_NUMBERS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+_EN_COUNT = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
+_ZH_COUNT = r"(\d+|[一二两三四五六七八九十])"
+_STATEMENTS = {
+    "en": [("exact", re.compile(r"\bexact (?:value|answer|result|integer|number)\b", re.I)),
+           ("sig", re.compile(_EN_COUNT + r"\s+significant\s+(?:figures?|digits?)\b", re.I)),
+           ("dp", re.compile(_EN_COUNT + r"\s+(?:decimals\b|decimal places?\b|decimal\b(?!\s+[a-z]))", re.I))],
+    "zh": [("exact", re.compile(r"精确值|精确答案|精确结果|精确的值")),
+           ("sig", re.compile(_ZH_COUNT + r"\s*位有效数字")),
+           ("dp", re.compile(_ZH_COUNT + r"\s*位小数"))],
+}
+
+
+def parse_precision(text: str | None) -> tuple[str, int]:
+    """A ``precision`` field read: ``("exact", 0)``, ``("sig", n)`` significant figures or ``("dp", n)`` decimals.
+
+    Absent (None) means the prompt states no precision: :data:`DEFAULT_PRECISION`, three significant figures.
+
+    >>> parse_precision(None), parse_precision("exact"), parse_precision("4 decimals"), parse_precision("2 significant")
+    (('sig', 3), ('exact', 0), ('dp', 4), ('sig', 2))
+    """
+    if text is None:
+        return DEFAULT_PRECISION
+    m = _PRECISION.match(text) if isinstance(text, str) else None
+    if not m:
+        raise ValueError(f'precision is "exact", "N significant" or "N decimals" (N from 1 to 15), got {text!r}')
+    if m.group(1):
+        return ("exact", 0)
+    return ("sig" if m.group(3) == "significant" else "dp", int(m.group(2)))
+
+
+def _count(word: str) -> int:
+    return int(word) if word.isdigit() else _EN_NUMBERS.get(word.lower(), _ZH_NUMBERS.get(word, 0))
+
+
+def stated_precisions(text: str, lang: str) -> set[tuple[str, int]]:
+    """The precisions a prompt states in words ("Give the exact value.", "three significant figures", "4 decimals").
+
+    >>> sorted(stated_precisions("What is it? (Give 2^k or three significant digits.)", "en"))
+    [('sig', 3)]
+    >>> stated_precisions("请给出精确值。", "zh"), stated_precisions("多少位有效数字？", "zh")
+    ({('exact', 0)}, set())
+    """
+    _check_lang(lang)
+    found = set()
+    for kind, pattern in _STATEMENTS[lang]:
+        for m in pattern.finditer(text):
+            found.add((kind, 0 if kind == "exact" else _count(m.group(1))))
+    return found
+
+
+def _precision_problems(raw: dict) -> list[str]:
+    """A numeric question's precision field against what its prompt says, in both languages."""
+    prompt = raw.get("prompt") if isinstance(raw.get("prompt"), dict) else {}
+    try:
+        precision = parse_precision(raw.get("precision"))
+    except ValueError as err:
+        return [str(err)]
+    out = []
+    for lang in LANGS:
+        text = prompt.get(lang)
+        if not isinstance(text, str):
+            continue
+        stated = stated_precisions(text, lang)
+        if "precision" in raw and precision not in stated:
+            out.append(f"precision = {raw['precision']!r} but prompt.{lang} does not say so "
+                       f"(e.g. \"Give the exact value.\", \"Two significant figures are enough.\", \"Give 4 decimals.\"; "
+                       f"\"请给出精确值。\", \"保留两位有效数字即可。\", \"保留 4 位小数。\")")
+        if "precision" not in raw and stated - {DEFAULT_PRECISION}:
+            out.append(f"prompt.{lang} states a precision {sorted(stated)} but the question has no precision field "
+                       f"(without one, three significant figures are accepted)")
     return out
 
 
@@ -489,7 +574,8 @@ def _to_raw(q: Question) -> dict:
                            "tags": list(q.tags), "prompt": _thaw(q.prompt), "explanation": _thaw(q.explanation),
                            "hints": _thaw(q.hints)}
     for name in ("choices", "choice_values", "unit", "tolerance", "rel_tolerance", "check", "check_tol",
-                 "model_answer", "points", "weak_answer", "claim", "claim_source", "correction", "source"):
+                 "model_answer", "points", "weak_answer", "claim", "claim_source", "correction", "source",
+                 "precision"):
         value = getattr(q, name)
         if value is not None:
             raw[name] = _thaw(value)
@@ -506,9 +592,12 @@ def load_bank(*, topic: "str | Sequence[str] | None" = None, difficulty: "str | 
     """The bank's questions, filtered: each filter takes one value or several (any of them matches).
 
     ``tags`` keeps questions carrying at least one of the tags; ``myths=True`` keeps only myths,
-    ``myths=False`` leaves them out.
+    ``myths=False`` leaves them out. The topic ``myths`` selects the myths whatever topic they name
+    (a myth about FP8 has topic ``fp8`` and lives in ``myths.toml``).
 
     >>> all(q.topic == "fp8" and q.kind == "numeric" for q in load_bank(topic="fp8", kind="numeric"))
+    True
+    >>> load_bank(topic="myths") == load_bank(myths=True) != []
     True
     >>> load_bank(difficulty="trivial")
     Traceback (most recent call last):
@@ -534,7 +623,7 @@ def load_bank(*, topic: "str | Sequence[str] | None" = None, difficulty: "str | 
         raise TypeError(f"myths is True, False or None, got {myths!r}")
     out = []
     for q in read_bank()[0]:
-        if topics is not None and q.topic not in topics:
+        if topics is not None and q.topic not in topics and not ("myths" in topics and q.is_myth):
             continue
         if diffs is not None and q.difficulty not in diffs:
             continue
