@@ -20,13 +20,14 @@ OPEN = iv.get_question("fp8-why-two-formats")
     ("448", 448.0), (" 448.0 ", 448.0), ("4.48e2", 448.0), ("1.75 * 2^8", 448.0), ("1.75 x 2^8", 448.0),
     ("1.75×2**8", 448.0), ("2^-9", 2.0**-9), ("2**-9", 2.0**-9), ("1/512", 2.0**-9), ("1,024", 1024.0),
     ("671,088,640", 671088640.0), ("−3", -3.0), ("inf", math.inf), ("-inf", -math.inf), ("４４８", 448.0),
+    ("1_000", 1000.0),  # underscores group thousands like commas and spaces (refused before issue 17)
 ])
 def test_parse_number_reads_what_people_type(text: str, value: float) -> None:
     assert parse_number(text) == value
 
 
 @pytest.mark.parametrize("text", ["", "abc", "0x7E", "1e", "__import__('os').system('true')", "2^99999", "1/0",
-                                  "(1,2)", "[1]", "1_000"])
+                                  "(1,2)", "[1]", "1_0", "1__000", "1,5", "1e999", "1e-999"])
 def test_parse_number_refuses_anything_else(text: str) -> None:
     with pytest.raises(ValueError):
         parse_number(text)
@@ -44,7 +45,10 @@ def test_numeric_exact_answers() -> None:
     assert iv.grade(E4M3_MAX, "448").correct
     assert iv.grade(E4M3_MAX, 448).correct
     assert iv.grade(E4M3_MAX, "1.75 * 2^8").correct
-    assert not iv.grade(E4M3_MAX, "447.9").correct
+    # the prompt states no precision: three significant figures, |x - 448| <= 0.5 (issue 22 §1)
+    assert iv.grade(E4M3_MAX, "447.9").correct and not iv.grade(E4M3_MAX, "447.4").correct
+    exact = iv.get_question("fb-fp16-max")  # "Give the exact value."
+    assert iv.grade(exact, "65504").correct and not iv.grade(exact, "65500").correct
     g = iv.grade(E4M3_MAX, "480")
     assert g.correct is False and g.response == 480.0 and "448" in g.feedback
 

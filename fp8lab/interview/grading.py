@@ -1,34 +1,52 @@
 """Grade a learner's answer to a bank question: one plain function shared by the terminal quiz, the widget and the tests.
 
 - single / multiple: letters, case- and space-insensitive (``b``, ``B)``, ``a, c``, ``CA``), or a choice's text;
-- numeric: a number or simple arithmetic (``448``, ``2^-9``, ``1/512``, ``1,024``, ``inf``), the unit
-  optional; right when within the question's ``tolerance`` (absolute) or ``rel_tolerance``;
+- numeric: a number or arithmetic in any usual notation (``448``, ``2^-9``, ``2⁻⁹``, ``1/512``, ``1,024``,
+  ``524 288``, ``1.75×2⁸``, ``inf``; :mod:`fp8lab.interview.numbers` says exactly what is read), the unit
+  optional and converted (``512 KiB`` for bytes, ``1.979 PFLOPS`` for TFLOPS); what cannot be read, an
+  unknown unit (``448 apples``) or one that measures something else is refused with the reason, not graded;
 - open: the learner compares with the model answer and says whether it was covered (``self_assessed``).
+
+How close a numeric answer must be (:func:`accepted_error`): a prompt that states no precision
+accepts any value correct to three significant figures, that is within half a unit of the third
+significant figure of the true value a, ``|x - a| <= 0.5 * 10**(floor(log10|a|) - 2)``
+(``0.00195`` for 0.001953125, ``447.6`` for 448). A question that needs more says so in its prompt
+and in its ``precision`` field: ``"exact"`` (the stored tolerance only), ``"N significant"`` (half a
+unit of the Nth significant figure), ``"N decimals"`` (half a unit of the Nth decimal). The stored
+``tolerance`` / ``rel_tolerance`` applies too, whichever window is wider; a true value of 0 or inf is exact.
 
 >>> from fp8lab.interview import get_question
 >>> q = get_question("fp8-e4m3fn-max")
->>> grade(q, "1.75 * 2^8").correct, grade(q, "480").correct
-(True, False)
+>>> grade(q, "1.75 * 2^8").correct, grade(q, "1.75×2⁸").correct, grade(q, "480").correct
+(True, True, False)
 >>> print(grade(q, "480", lang="zh").feedback)
 不对。答案是 448。
+>>> grade(get_question("fp8-e4m3-min-subnormal"), "1.95e-3").correct
+True
 """
 
 from __future__ import annotations
 
-import ast
 import html
 import math
-import operator
 import re
 import unicodedata
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Iterable
 
-from .bank import LANGS, Question
+from .bank import LANGS, Question, parse_precision
 from .messages import say
+from .numbers import UnreadableAnswer, describe, read_number, read_quantity, read_unit, to_float
 
 __all__ = ["Grade", "grade", "read_response", "parse_number", "split_unit", "same_unit", "format_number",
-           "format_answer", "solution_parts", "solution_text", "solution_html", "question_text"]
+           "format_answer", "solution_parts", "solution_text", "solution_html", "question_text", "accepted_error",
+           "UnreadableAnswer", "MAX_CHOICE_CHARS", "MAX_OPEN_CHARS"]
+
+#: The longest choice answer read (letters, or a choice's text); numbers: ``numbers.MAX_NUMBER_CHARS``.
+MAX_CHOICE_CHARS = 1000
+#: The longest open answer kept.
+MAX_OPEN_CHARS = 20_000
 
 
 @dataclass(frozen=True)
@@ -36,8 +54,8 @@ class Grade:
     """The verdict on one response: ``correct`` is None for an open question not yet self-assessed.
 
     ``feedback`` is the verdict and the right answer in the chosen language; ``explanation`` the
-    question's explanation in that language; ``response`` what was read (letters, a number, the text),
-    None when the response could not be read.
+    question's explanation in that language; ``response`` what was read (letters, a number in the
+    question's unit, the text), None when the response could not be read (or was refused).
     """
 
     correct: bool | None
@@ -49,80 +67,29 @@ class Grade:
 
 # ----- numbers ------------------------------------------------------------------------------
 
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-        ast.Pow: operator.pow}
-_NAMES = {"inf": math.inf, "infinity": math.inf, "nan": math.nan}
-
-
-def _eval(node: ast.AST) -> float:
-    if isinstance(node, ast.Expression):
-        return _eval(node.body)
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return float(node.value)
-    if isinstance(node, ast.Name) and node.id.lower() in _NAMES:
-        return _NAMES[node.id.lower()]
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        v = _eval(node.operand)
-        return -v if isinstance(node.op, ast.USub) else v
-    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-        a, b = _eval(node.left), _eval(node.right)
-        if isinstance(node.op, ast.Pow) and (abs(b) > 2000 or abs(a) > 1e300):
-            raise ValueError("exponent too large")
-        try:
-            return float(_OPS[type(node.op)](a, b))
-        except (ZeroDivisionError, OverflowError) as err:
-            raise ValueError(str(err)) from None
-    raise ValueError("only numbers and + - * / ^ ( ) are understood")
-
-
-def _normalize(text: str) -> str:
-    s = unicodedata.normalize("NFKC", text).strip()
-    s = s.replace("\u2212", "-").replace("×", "*").replace("·", "*").replace("∞", "inf").replace("^", "**")
-    s = re.sub(r"(?<=[\d)])\s+[xX]\s+(?=[\d(])", "*", s)  # 1.75 x 2^8
-    s = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", s)  # thousands separators: 1,024 and 671,088,640
-    return s
-
-
 def parse_number(text: "str | float | int") -> float:
-    """A number from text: decimals, exponents, ``2^-9``, ``2**-9``, ``1/512``, ``1,024``, ``inf``, ``1.75 x 2^8``.
+    """A pure number from text (any notation :mod:`fp8lab.interview.numbers` reads) or a number, as a float.
 
-    >>> parse_number("2^-9"), parse_number("1,024"), parse_number(" 1.75 × 2^8 "), parse_number("-inf")
+    Raises :class:`UnreadableAnswer` (a ValueError) with the reason when it cannot be read.
+
+    >>> parse_number("2^-9"), parse_number("1,024"), parse_number(" 1.75 × 2⁸ "), parse_number("-inf")
     (0.001953125, 1024.0, 448.0, -inf)
     >>> parse_number("__import__('os')")
     Traceback (most recent call last):
     ...
-    ValueError: not a number: "__import__('os')"
+    fp8lab.interview.numbers.UnreadableAnswer: cannot read the character '_' (U+005F) in "__import__('os')"
     """
-    if isinstance(text, bool):
-        raise TypeError("a response is a number or text, not a bool")
-    if isinstance(text, (int, float)):
-        return float(text)
-    if not isinstance(text, str):
-        raise TypeError(f"a numeric response is text or a number, got {type(text).__name__}")
-    s = _normalize(text)
-    if not s or len(s) > 200 or re.search(r"0[xXbBoO_]|\d_", s):  # no hex/binary/octal literals, no 1_000
-        raise ValueError(f'not a number: "{text}"')
-    try:
-        return _eval(ast.parse(s, mode="eval"))
-    except (SyntaxError, ValueError, RecursionError):
-        raise ValueError(f'not a number: "{text}"') from None
+    return to_float(read_number(text), text)
 
 
-#: Spellings of one unit (lowercase, no spaces) -> its canonical name.
-_UNIT_ALIASES = {
-    "b": "bytes", "byte": "bytes", "bytes": "bytes", "字节": "bytes", "个字节": "bytes",
-    "bit": "bits", "bits": "bits", "位": "bits", "比特": "bits",
-    "decade": "decades", "decades": "decades", "数量级": "decades", "个数量级": "decades",
-    "db": "db", "分贝": "db", "%": "%", "percent": "%", "x": "x", "times": "x", "倍": "x",
-    "tflop/s": "tflops", "tflops": "tflops", "gb/s": "gb/s", "tb/s": "tb/s",
-    "element": "elements", "elements": "elements", "个元素": "elements", "个": "elements",
-    "value": "values", "values": "values", "个值": "values", "code": "codes", "codes": "codes", "个编码": "codes",
-}
+def split_unit(text: str) -> tuple[float, str]:
+    """The number and the unit written after it ("" when none), as typed.
 
-
-def _canon_unit(unit: str) -> str:
-    u = unicodedata.normalize("NFKC", unit).strip().lower().replace(" ", "")
-    return _UNIT_ALIASES.get(u, u)
+    >>> split_unit("16 GiB"), split_unit("2^-9"), split_unit("8bits"), split_unit("inf")
+    ((16.0, 'GiB'), (0.001953125, ''), (8.0, 'bits'), (inf, ''))
+    """
+    value, unit = read_quantity(text)
+    return to_float(value, text), unit
 
 
 def same_unit(a: str, b: str) -> bool:
@@ -131,32 +98,15 @@ def same_unit(a: str, b: str) -> bool:
     >>> same_unit("GiB", "gib"), same_unit("bytes", "B"), same_unit("bits", "位"), same_unit("GiB", "GB")
     (True, True, True, False)
     """
-    return _canon_unit(a) == _canon_unit(b)
-
-
-_UNIT_TAIL = re.compile(r"(.*?[\d).a-zA-Z])\s*([A-Za-z%µ\u4e00-\u9fff][A-Za-z%µ/\u4e00-\u9fff ]*)")
-
-
-def split_unit(text: str) -> tuple[float, str]:
-    """The number and the unit written after it ("" when none).
-
-    >>> split_unit("16 GiB"), split_unit("2^-9"), split_unit("8bits"), split_unit("inf")
-    ((16.0, 'GiB'), (0.001953125, ''), (8.0, 'bits'), (inf, ''))
-    """
     try:
-        return parse_number(text), ""
-    except ValueError:
-        pass
-    m = _UNIT_TAIL.fullmatch(_normalize(text).replace("**", "^"))
-    if m:
-        try:
-            return parse_number(m.group(1)), m.group(2).strip()
-        except ValueError:
-            pass
-    raise ValueError(f'not a number: "{text}"')
+        ua, ub = read_unit(a), read_unit(b)
+    except UnreadableAnswer:
+        return " ".join(unicodedata.normalize("NFKC", a).casefold().split()) == \
+            " ".join(unicodedata.normalize("NFKC", b).casefold().split())
+    return (ua.name, ua.dimension, ua.factor) == (ub.name, ub.dimension, ub.factor)
 
 
-def format_number(x: float) -> str:
+def format_number(x: "float | Fraction") -> str:
     """A number as a learner would write it: integers without ``.0``, others in full precision.
 
     >>> format_number(448.0), format_number(0.001953125), format_number(671088640.0), format_number(float("inf"))
@@ -168,6 +118,80 @@ def format_number(x: float) -> str:
     if x == int(x) and abs(x) < 1e16:
         return str(int(x))
     return repr(x)
+
+
+# ----- how close is close enough --------------------------------------------------------------
+
+def _floor_log10(a: Fraction) -> int:
+    """floor(log10 |a|) for a != 0, exactly (no rounding trouble at powers of ten)."""
+    k = math.floor(math.log10(abs(a.numerator)) - math.log10(a.denominator))
+    while Fraction(10) ** k > abs(a):
+        k -= 1
+    while Fraction(10) ** (k + 1) <= abs(a):
+        k += 1
+    return k
+
+
+def _windows(q: Question) -> tuple[Fraction, Fraction]:
+    """(the stored tolerance with a 1e-12 relative slack for storage, the precision rule's half-width)."""
+    a = float(q.answer)
+    if not math.isfinite(a):
+        return Fraction(0), Fraction(0)
+    exact = Fraction(a)
+    stored = max(Fraction(q.tolerance or 0.0), Fraction(q.rel_tolerance or 0.0) * abs(exact),
+                 abs(exact) / 10**12)
+    kind, n = parse_precision(q.precision)
+    if exact == 0 or kind == "exact":
+        return stored, Fraction(0)
+    if kind == "sig":
+        return stored, Fraction(10) ** (_floor_log10(exact) - n + 1) / 2
+    return stored, Fraction(1, 10**n) / 2
+
+
+def accepted_error(q: Question) -> float:
+    """How far from the true value a numeric answer may be (in the question's unit): the wider window of the
+    precision rule (three significant figures unless the question states otherwise) and the stored tolerance.
+
+    >>> from fp8lab.interview import get_question
+    >>> accepted_error(get_question("fp8-e4m3-min-subnormal")), accepted_error(get_question("fb-fp16-max"))
+    (5e-06, 0.0)
+    """
+    if q.kind != "numeric":
+        raise ValueError(f"{q.id} is a {q.kind} question: only numeric questions have a tolerance")
+    stored, rule = _windows(q)
+    return float(max(stored, rule)) if max(stored, rule) > abs(Fraction(float(q.answer))) / 10**12 else 0.0
+
+
+def _numeric_ok(q: Question, x: "Fraction | float") -> bool:
+    a = float(q.answer)
+    if isinstance(x, float) or not math.isfinite(a):
+        return isinstance(x, float) and x == a  # inf only equals inf; nan never matches
+    return abs(x - Fraction(a)) <= max(_windows(q))
+
+
+def _short(x: "Fraction | float") -> str:
+    text = format_number(x)
+    return text if len(text) <= 12 else f"{float(x):.7g}"
+
+
+def _rounded(a: float, kind: str, n: int) -> str:
+    return f"{a:.{n}g}" if kind == "sig" else f"{a:.{n}f}"
+
+
+def _tolerance_text(q: Question, lang: str) -> str:
+    stored, rule = _windows(q)
+    a = float(q.answer)
+    kind, n = parse_precision(q.precision)
+    if rule > stored:
+        example = _rounded(a, kind, n)
+        if float(example) == a:  # the true value is already that short: nothing looser to announce
+            return ""
+        return say("within_sig" if kind == "sig" else "within_dp", lang, n=n, example=example)
+    if q.tolerance and Fraction(q.tolerance) >= stored:
+        return say("within", lang, tol=f"±{format_number(q.tolerance)}{(' ' + q.unit) if q.unit else ''}")
+    if q.rel_tolerance:
+        return say("within", lang, tol=f"±{format_number(q.rel_tolerance * 100)}%")
+    return ""
 
 
 # ----- reading a response ---------------------------------------------------------------------
@@ -185,10 +209,35 @@ def _choice_by_text(q: Question, s: str) -> str | None:
     return None
 
 
+def _expected(q: Question) -> UnreadableAnswer:
+    return UnreadableAnswer("expected_unit", unit=q.unit) if q.unit else UnreadableAnswer("expected_pure")
+
+
+def _read_numeric(q: Question, response: Any) -> tuple["Fraction | float", "Fraction | float", str, bool]:
+    """(value in the question's unit, value as typed, the unit as typed, whether a note on the unit is due)."""
+    value, written = read_quantity(response)
+    target = read_unit(q.unit or "")
+    if not written:
+        return value, value, "", False
+    try:
+        unit = read_unit(written, q.unit or "")
+    except UnreadableAnswer:
+        raise UnreadableAnswer("unknown_unit", unit=describe(written), expected=_expected(q)) from None
+    if unit.dimension != target.dimension:
+        raise UnreadableAnswer("incompatible_unit", unit=describe(written), expected=_expected(q))
+    converted = value if isinstance(value, float) else value * unit.factor / target.factor
+    if not isinstance(converted, float):
+        to_float(converted, response)
+    same = (unit.name, unit.factor) == (target.name, target.factor) or (unit.name == "×" and not q.unit)
+    return converted, value, written, not same
+
+
 def read_response(q: Question, response: Any, lang: str = "en") -> Any:
     """What a response says: a letter, a sorted tuple of letters, ``(number, unit)``, or the open answer's text.
 
-    Raises ValueError (with a message in ``lang``) when the response cannot be read.
+    A numeric response is ``(number as typed, unit as typed)``; an unknown unit, or one that cannot be
+    converted to the question's unit, is refused. Raises :class:`UnreadableAnswer` (a ValueError, its
+    message in ``lang``) when the response cannot be read.
 
     >>> from fp8lab.interview import get_question
     >>> read_response(get_question("fp8-e4m3fn-max"), "448 ")
@@ -198,6 +247,8 @@ def read_response(q: Question, response: Any, lang: str = "en") -> Any:
         raise ValueError(f"lang must be one of {LANGS}, got {lang!r}")
     valid = q.letters
     shown = "/".join(valid)
+    if q.kind in ("single", "multiple") and isinstance(response, str) and len(response.strip()) > MAX_CHOICE_CHARS:
+        raise UnreadableAnswer("too_long", lang=lang, n=len(response.strip()), limit=MAX_CHOICE_CHARS)
     if q.kind == "single":
         if not isinstance(response, str):
             raise TypeError(f"a single-choice response is a str, got {type(response).__name__}")
@@ -207,7 +258,7 @@ def read_response(q: Question, response: Any, lang: str = "en") -> Any:
         by_text = _choice_by_text(q, response)
         if by_text:
             return by_text
-        raise ValueError(say("expect_letter", lang, letters=shown))
+        raise UnreadableAnswer("expect_letter", lang=lang, letters=shown)
     if q.kind == "multiple":
         if isinstance(response, str):
             by_text = _choice_by_text(q, response)
@@ -222,39 +273,33 @@ def read_response(q: Question, response: Any, lang: str = "en") -> Any:
                 elif p and all(c in valid for c in p):
                     picked += list(p)
                 else:
-                    raise ValueError(say("expect_letters", lang, letters=shown))
+                    raise UnreadableAnswer("expect_letters", lang=lang, letters=shown)
         elif isinstance(response, Iterable):
             picked = []
             for r in response:
                 if not isinstance(r, str) or _strip_letter(r) not in valid:
-                    raise ValueError(say("expect_letters", lang, letters=shown))
+                    raise UnreadableAnswer("expect_letters", lang=lang, letters=shown)
                 picked.append(_strip_letter(r))
         else:
             raise TypeError(f"a multiple-choice response is a str or a list of letters, got {type(response).__name__}")
         if not picked:
-            raise ValueError(say("expect_letters", lang, letters=shown))
+            raise UnreadableAnswer("expect_letters", lang=lang, letters=shown)
         return tuple(sorted(set(picked)))
     if q.kind == "numeric":
-        unit = f" {q.unit}" if q.unit else ""
         try:
-            return split_unit(response) if isinstance(response, str) else (parse_number(response), "")
-        except ValueError:
-            raise ValueError(say("expect_number", lang, unit=unit)) from None
+            _, typed, unit, _ = _read_numeric(q, response)
+        except UnreadableAnswer as err:
+            raise err.localized(lang) from None
+        return to_float(typed), unit
     if q.kind == "open":
         if response is None:
             return ""
         if not isinstance(response, str):
             raise TypeError(f"an open response is a str, got {type(response).__name__}")
+        if len(response.strip()) > MAX_OPEN_CHARS:
+            raise UnreadableAnswer("too_long", lang=lang, n=len(response.strip()), limit=MAX_OPEN_CHARS)
         return response.strip()
     raise ValueError(f"question {q.id} has an unknown kind {q.kind!r}")
-
-
-def _numeric_ok(q: Question, x: float) -> bool:
-    a = float(q.answer)
-    if math.isinf(a) or math.isinf(x) or math.isnan(x):
-        return a == x
-    tol = max(q.tolerance or 0.0, (q.rel_tolerance or 0.0) * abs(a), 1e-12 * abs(a))
-    return abs(x - a) <= tol
 
 
 def format_answer(q: Question, lang: str = "en") -> str:
@@ -275,23 +320,19 @@ def format_answer(q: Question, lang: str = "en") -> str:
     return q.text("model_answer", lang)
 
 
-def _tolerance_text(q: Question) -> str:
-    if q.tolerance:
-        return f"±{format_number(q.tolerance)}{(' ' + q.unit) if q.unit else ''}"
-    if q.rel_tolerance:
-        return f"±{format_number(q.rel_tolerance * 100)}%"
-    return ""
-
-
 def grade(question: Question, response: Any, lang: str = "en", *, self_assessed: bool | None = None) -> Grade:
     """Grade ``response`` to ``question``; feedback in ``lang`` (``"en"`` or ``"zh"``).
 
     Open questions are self-assessed: ``correct`` is ``self_assessed`` (None until the learner says).
+    A response that cannot be read (or is refused: too long, an unknown unit, beyond float64) gets
+    ``correct=False``, ``response=None`` and the reason, without the answer.
 
     >>> from fp8lab.interview import get_question
     >>> g = grade(get_question("fp8-e4m3fn-max"), "0x7E")
     >>> g.correct, g.response
     (False, None)
+    >>> grade(get_question("kv-llama2-7b-per-token"), "512 KiB").correct
+    True
     """
     if not isinstance(question, Question):
         raise TypeError(f"grade takes a Question, got {type(question).__name__}")
@@ -301,23 +342,26 @@ def grade(question: Question, response: Any, lang: str = "en", *, self_assessed:
     explanation = question.text("explanation", lang)
     try:
         read = read_response(question, response, lang)
+        numeric = _read_numeric(question, response) if question.kind == "numeric" else None
     except ValueError as err:
-        return Grade(False, say("unreadable", lang, reason=err), answer, explanation, None)  # no spoiler: try again
+        reason = err.say(lang) if isinstance(err, UnreadableAnswer) else str(err)
+        return Grade(False, say("unreadable", lang, reason=reason), answer, explanation, None)  # no spoiler
     if question.kind == "open":
         if self_assessed is not None and not isinstance(self_assessed, bool):
             raise TypeError(f"self_assessed is True, False or None, got {self_assessed!r}")
         head = {None: say("self_assess", lang), True: say("self_yes", lang), False: say("self_no", lang)}[self_assessed]
         return Grade(self_assessed, head, answer, explanation, read)
-    if question.kind == "numeric":
-        x, unit = read
-        notes = []
+    if numeric is not None:
+        x, typed, unit, note = numeric
         ok = _numeric_ok(question, x)
-        if unit and question.unit and not same_unit(unit, question.unit):
-            ok = False
-            notes.append(say("unit_mismatch", lang, unit=question.unit, got=unit))
-        tol = _tolerance_text(question)
-        shown = say("answer_is", lang, answer=answer) + (f" {say('within', lang, tol=tol)}" if tol else "")
-        return Grade(ok, _join(lang, say("correct" if ok else "wrong", lang), *notes, shown), answer, explanation, x)
+        notes = []
+        if note:
+            given = " ".join(response.split()) if isinstance(response, str) else f"{format_number(typed)} {unit}"
+            notes.append(say("converted", lang, given=given, value=f"{_short(x)} {question.unit}".strip()))
+        tol = _tolerance_text(question, lang)
+        shown = say("answer_is", lang, answer=answer) + (f" {tol}" if tol and lang == "en" else tol)
+        return Grade(ok, _join(lang, say("correct" if ok else "wrong", lang), *notes, shown), answer, explanation,
+                     to_float(x))
     ok = read == (question.answer if question.kind == "single" else tuple(question.answer or ()))
     return Grade(ok, _join(lang, say("correct" if ok else "wrong", lang), say("answer_is", lang, answer=answer)),
                  answer, explanation, read)
