@@ -2,10 +2,16 @@
 
     fp8lab quiz                                   # 10 questions from the whole bank
     fp8lab quiz --topic fp8 --difficulty hard --n 5 --lang zh --seed 3
-    fp8lab quiz --myths                           # only the myths
+    fp8lab quiz --myths                           # only the myths (the same as --topic myths)
     fp8lab quiz --list [--topic T ...]            # id, topic, kind, difficulty, prompt
-    fp8lab quiz --export cards.txt [--lang both]  # Anki text import (or cards.apkg with genanki)
+    fp8lab quiz --export cards.txt [--lang both]  # Anki text import
     fp8lab quiz --verify                          # every schema problem and failing check; exit 1 if any
+
+Every --topic, --kind and --difficulty value offered selects at least one question; a --tag that no
+question carries is an error. Exit codes: 0 done, 1 --verify found problems, 2 a bad argument
+(``--export`` into a missing folder or onto a folder, an unknown id or tag: one line on stderr),
+130 Ctrl+C (one line, ``fp8lab quiz: interrupted``), 141 a closed stdout (``fp8lab quiz --list | head``:
+quiet, like a process ended by SIGPIPE, so that ``set -o pipefail`` sees it).
 
 >>> import argparse
 >>> parser = argparse.ArgumentParser(prog="fp8lab")
@@ -21,8 +27,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli_types import positive_int
-from .bank import DIFFICULTIES, KINDS, TOPICS, load_bank, get_question
+from ..cli_types import output_path, positive_int
+from .bank import DIFFICULTIES, KINDS, TOPICS, get_question, load_bank, read_bank
 
 __all__ = ["register", "list_rows"]
 
@@ -44,6 +50,12 @@ def list_rows(questions) -> list[list[str]]:
 def _selected(args: argparse.Namespace):
     if args.id:
         return [get_question(i) for i in args.id]
+    if args.tag:
+        known = {t for q in read_bank()[0] for t in q.tags}
+        unknown = [t for t in args.tag if t not in known]
+        if unknown:
+            raise ValueError(f"no question has the tag {unknown[0]!r} (fp8lab quiz --list shows the questions; "
+                             f"tags are lowercase words such as {', '.join(sorted(known)[:3])})")
     return load_bank(topic=args.topic, difficulty=args.difficulty, kind=args.kind, tags=args.tag,
                      myths=True if args.myths else None)
 
@@ -93,7 +105,8 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
     q = subparsers.add_parser("quiz", help="interview questions: an interactive quiz, a list, Anki flash cards",
                               description="Interview questions whose every checkable answer is computed by fp8lab. "
                                           "In the quiz: letters or a number to answer, h = hint, s = skip, q = quit.")
-    q.add_argument("--topic", action="append", choices=TOPICS, help="only this topic (repeatable)")
+    q.add_argument("--topic", action="append", choices=TOPICS,
+                   help="only this topic (repeatable); myths selects the myths, whatever topic they name")
     q.add_argument("--difficulty", action="append", choices=DIFFICULTIES, help="only this difficulty (repeatable)")
     q.add_argument("--kind", action="append", choices=KINDS, help="only this kind (repeatable)")
     q.add_argument("--tag", action="append", help="only questions with this tag (repeatable)")
@@ -104,7 +117,8 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
     q.add_argument("--lang", choices=["en", "zh", "both"], default=None,
                    help="language: en (default) or zh; both (one card, two languages) for --export")
     q.add_argument("--list", action="store_true", help="list the matching questions instead of asking them")
-    q.add_argument("--export", metavar="FILE", help="write Anki flash cards: FILE.txt (text import) or FILE.apkg")
+    q.add_argument("--export", metavar="FILE", type=output_path,
+                   help="write Anki flash cards to FILE.txt (Anki's text import, with its headers)")
     q.add_argument("--deck", default="fp8lab interview", help="the Anki deck name for --export")
     q.add_argument("--verify", action="store_true", help="check the whole bank (schema and every check)")
     q.set_defaults(func=_cmd_quiz)

@@ -3,7 +3,8 @@
 Per question: ``h`` shows the next hint, ``s`` skips (and shows the answer), ``q`` stops. Choice
 questions take letters, numeric ones a number (the unit optional), open ones a line of text and
 then a self-assessment ``y``/``n`` against the model answer and its points. At the end: the score
-overall and by topic.
+overall and by topic. The header names topic, kind and difficulty; the question's id (which can
+hint at the answer, e.g. ``myth-fp4-range-240``) is shown with the solution.
 
 >>> import io
 >>> from fp8lab.interview import get_question
@@ -199,6 +200,7 @@ def _one(s: _Session, q: Question) -> Outcome | None:
         if cmd in _SKIP:
             s.say(say("skipped", s.lang))
             s.say(solution_text(q, s.lang))
+            s.say(say("question_id", s.lang, id=q.id))
             return Outcome(q, "skipped", used)
         if cmd in _QUIT:
             return None
@@ -212,6 +214,7 @@ def _one(s: _Session, q: Question) -> Outcome | None:
                 if answer.lower() in _YES or answer.lower() in _NO:
                     ok = answer.lower() in _YES
                     s.say(grade(q, line, s.lang, self_assessed=ok).feedback)
+                    s.say(say("question_id", s.lang, id=q.id))
                     return Outcome(q, "correct" if ok else "wrong", used, line)
                 s.say(say("yes_no", s.lang))
         try:
@@ -222,6 +225,7 @@ def _one(s: _Session, q: Question) -> Outcome | None:
         g = grade(q, line, s.lang)
         s.say(g.feedback)
         s.rest_of_solution(q)
+        s.say(say("question_id", s.lang, id=q.id))
         return Outcome(q, "correct" if g.correct else "wrong", used, g.response)
 
 
@@ -246,7 +250,7 @@ def run_quiz(questions: Sequence[Question], *, lang: str = "en", input: TextIO |
     stopped = False
     for i, q in enumerate(questions, 1):
         s.say()
-        s.say(f"[{i}/{len(questions)}] {q.topic} · {q.kind} · {q.difficulty}   ({q.id})")
+        s.say(f"[{i}/{len(questions)}] {q.topic} · {q.kind} · {q.difficulty}")
         s.say(question_text(q, lang))
         outcome = _one(s, q)
         if outcome is None:
