@@ -116,3 +116,116 @@ def test_the_cli_errors_are_clear(capsys) -> None:
 def test_the_cli_verify(capsys) -> None:
     assert main(["quiz", "--verify"]) == 0
     assert "no problems" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------------------------
+# issue 22 §1: the header does not spoil the answer; every offered filter value selects something
+def test_the_header_names_no_id_and_the_solution_does() -> None:
+    ids = ["myth-fp4-range-240", "fp8-e4m3fn-max", "fp8-why-two-formats"]
+    for lang in iv.LANGS:
+        result, text = run("s\n448\nsome answer\ny\n", lang=lang, ids=ids)
+        headers = [line for line in text.splitlines() if line.startswith("[")]
+        assert len(headers) == 3 and not any(i in h for h in headers for i in ids), headers
+        for i in ids:
+            assert text.count(i) == 2, (i, text)  # "Question id: <id> (ask it again: fp8lab quiz --id <id>)"
+            solution = text.index("Question id: " if lang == "en" else "题目编号：")
+            assert solution > text.index(headers[0])
+
+
+def _quiz_parser():
+    from fp8lab.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, __import__("argparse")._SubParsersAction))
+    return parser, sub.choices["quiz"]
+
+
+def test_every_offered_topic_kind_and_difficulty_selects_questions() -> None:
+    from fp8lab.interview.cli import _selected
+
+    parser, quiz = _quiz_parser()
+    offered = [(a.option_strings[0], c) for a in quiz._actions if a.dest in ("topic", "kind", "difficulty")
+               for c in a.choices]
+    assert {o for o, _ in offered} == {"--topic", "--kind", "--difficulty"} and len(offered) >= 18
+    for option, value in offered:
+        assert _selected(parser.parse_args(["quiz", option, value])), (option, value)
+    assert _selected(parser.parse_args(["quiz", "--myths"]))
+    myths = {q.id for q in iv.load_bank(myths=True)}
+    assert {q.id for q in _selected(parser.parse_args(["quiz", "--topic", "myths"]))} == myths
+    assert {q.id for q in iv.load_bank(topic=["fp8", "myths"])} >= myths
+
+
+def test_the_examples_the_quiz_help_gives_select_questions() -> None:
+    import shlex
+
+    from fp8lab.interview import cli as quiz_cli
+
+    parser, quiz = _quiz_parser()
+    lines = [line.split("#")[0] for line in quiz_cli.__doc__.splitlines() if line.strip().startswith("fp8lab quiz")]
+    assert len(lines) >= 5
+    for line in lines:
+        words = [w for w in shlex.split(line.replace("[", "").replace("]", "")) if w not in ("...",)][1:]
+        words = [w if w != "T" else "fp8" for w in words]
+        args = parser.parse_args(words)
+        assert quiz_cli._selected(args), line
+    assert ".apkg" not in quiz.format_help()  # offered before, never written
+
+
+# ----------------------------------------------------------------------------------------------
+# issue 17 §3: Ctrl+C, --export to a bad place, a closed pipe: one line or quiet, never a traceback
+def test_ctrl_c_during_the_quiz_is_one_line_and_exit_130() -> None:
+    import signal
+
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "FP8LAB_DEBUG": ""}
+    p = subprocess.Popen([sys.executable, "-m", "fp8lab.cli", "quiz", "--id", "fp8-e4m3fn-max"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        assert p.stdout.readline().strip() == b""  # the blank line before the header
+        assert p.stdout.readline().startswith(b"[1/1]")
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    lines = [line for line in err.decode().splitlines() if line.strip()]
+    assert p.returncode == 130 and lines == ["fp8lab quiz: interrupted"], (p.returncode, err)
+    assert b"Traceback" not in out + err
+
+
+@pytest.mark.parametrize("where", ["missing-folder", "a-folder", "empty"])
+def test_export_to_a_bad_place_is_one_line_and_exit_2(where: str, tmp_path, capsys) -> None:
+    target = {"missing-folder": str(tmp_path / "missing" / "cards.txt"), "a-folder": str(tmp_path), "empty": ""}[where]
+    with pytest.raises(SystemExit) as info:
+        main(["quiz", "--export", target])
+    out, err = capsys.readouterr()
+    assert info.value.code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "fp8lab quiz: error: argument --export" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unknown_tag_is_an_error(capsys) -> None:
+    assert main(["quiz", "--tag", "no-such-tag", "--list"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "no question has the tag 'no-such-tag'" in err and len(err.splitlines()) == 1
+    assert main(["quiz", "--tag", "e4m3", "--list"]) == 0
+
+
+@pytest.mark.parametrize("args", [["quiz", "--list"], ["quiz", "--list", "--lang", "zh"], ["quiz", "--verify"],
+                                  ["quiz", "--id", "fp8-e4m3fn-max"]])
+def test_a_closed_stdout_exits_141_quietly(args) -> None:
+    read, write = os.pipe()
+    os.close(read)  # like `| head` that has already exited
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "FP8LAB_DEBUG": ""}
+    try:
+        p = subprocess.run([sys.executable, "-m", "fp8lab.cli", *args], stdout=write, stderr=subprocess.PIPE,
+                           input=b"448\n", env=env, timeout=120)
+    finally:
+        os.close(write)
+    assert p.returncode == 141 and p.stderr == b"", (p.returncode, p.stderr.decode())
+
+
+def test_list_into_head_shows_no_traceback() -> None:
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "FP8LAB_DEBUG": ""}
+    p = subprocess.run(["bash", "-c", f"set -o pipefail; '{sys.executable}' -m fp8lab.cli quiz --list | head -1"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.stdout.startswith("id") and p.stdout.count("\n") == 1 and "Traceback" not in p.stderr and p.stderr == ""
+    assert p.returncode in (0, 141)  # 141 when the pipe closed before the list was written, 0 when it fit the buffer

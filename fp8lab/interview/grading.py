@@ -77,7 +77,7 @@ def parse_number(text: "str | float | int") -> float:
     >>> parse_number("__import__('os')")
     Traceback (most recent call last):
     ...
-    fp8lab.interview.numbers.UnreadableAnswer: cannot read the character '_' (U+005F) in "__import__('os')"
+    fp8lab.interview.numbers.UnreadableAnswer: cannot read the character '_' (U+005F) in '__import__('os')'
     """
     return to_float(read_number(text), text)
 
@@ -132,41 +132,43 @@ def _floor_log10(a: Fraction) -> int:
     return k
 
 
-def _windows(q: Question) -> tuple[Fraction, Fraction]:
-    """(the stored tolerance with a 1e-12 relative slack for storage, the precision rule's half-width)."""
+def _windows(q: Question) -> tuple[Fraction, Fraction, Fraction]:
+    """(the stored tolerance, the precision rule's half-width, a 1e-12 relative slack: the answer is a float)."""
     a = float(q.answer)
     if not math.isfinite(a):
-        return Fraction(0), Fraction(0)
+        return Fraction(0), Fraction(0), Fraction(0)
     exact = Fraction(a)
-    stored = max(Fraction(q.tolerance or 0.0), Fraction(q.rel_tolerance or 0.0) * abs(exact),
-                 abs(exact) / 10**12)
+    stored = max(Fraction(q.tolerance or 0.0), Fraction(q.rel_tolerance or 0.0) * abs(exact))
+    slack = abs(exact) / 10**12
     kind, n = parse_precision(q.precision)
     if exact == 0 or kind == "exact":
-        return stored, Fraction(0)
+        return stored, Fraction(0), slack
     if kind == "sig":
-        return stored, Fraction(10) ** (_floor_log10(exact) - n + 1) / 2
-    return stored, Fraction(1, 10**n) / 2
+        return stored, Fraction(10) ** (_floor_log10(exact) - n + 1) / 2, slack
+    return stored, Fraction(1, 10**n) / 2, slack
 
 
 def accepted_error(q: Question) -> float:
     """How far from the true value a numeric answer may be (in the question's unit): the wider window of the
-    precision rule (three significant figures unless the question states otherwise) and the stored tolerance.
+    precision rule (three significant figures unless the question states otherwise) and the stored tolerance,
+    plus a relative 1e-12 for the float the true value is stored in.
 
     >>> from fp8lab.interview import get_question
-    >>> accepted_error(get_question("fp8-e4m3-min-subnormal")), accepted_error(get_question("fb-fp16-max"))
-    (5e-06, 0.0)
+    >>> accepted_error(get_question("fp8-e4m3-min-subnormal")), accepted_error(get_question("fb-fp16-max")) < 1e-7
+    (5.000000001953125e-06, True)
     """
     if q.kind != "numeric":
         raise ValueError(f"{q.id} is a {q.kind} question: only numeric questions have a tolerance")
-    stored, rule = _windows(q)
-    return float(max(stored, rule)) if max(stored, rule) > abs(Fraction(float(q.answer))) / 10**12 else 0.0
+    stored, rule, slack = _windows(q)
+    return float(max(stored, rule) + slack)
 
 
 def _numeric_ok(q: Question, x: "Fraction | float") -> bool:
     a = float(q.answer)
     if isinstance(x, float) or not math.isfinite(a):
         return isinstance(x, float) and x == a  # inf only equals inf; nan never matches
-    return abs(x - Fraction(a)) <= max(_windows(q))
+    stored, rule, slack = _windows(q)
+    return abs(x - Fraction(a)) <= max(stored, rule) + slack
 
 
 def _short(x: "Fraction | float") -> str:
@@ -179,7 +181,7 @@ def _rounded(a: float, kind: str, n: int) -> str:
 
 
 def _tolerance_text(q: Question, lang: str) -> str:
-    stored, rule = _windows(q)
+    stored, rule, _ = _windows(q)
     a = float(q.answer)
     kind, n = parse_precision(q.precision)
     if rule > stored:

@@ -40,6 +40,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "two_points": {"en": "{text} has two decimal points", "zh": "{text} 有两个小数点"},
     "two_numbers": {"en": "two numbers in a row in {text}: join them with an operator (*, /, ^) or group digits in threes (524 288)",
                     "zh": "{text} 中两个数连在一起：请用运算符（*、/、^）连接，或按三位分组（524 288）"},
+    "dash_range": {"en": "{text} has a dash between two numbers, which may mean a range; write one number (- or − for minus)",
+                   "zh": "{text} 的两个数之间有破折号，可能表示范围；请只写一个数（减号请用 - 或 −）"},
     "incomplete": {"en": "{text} ends early: a number is missing after {op}", "zh": "{text} 不完整：{op} 之后缺少一个数"},
     "unbalanced": {"en": "unbalanced parentheses in {text}", "zh": "{text} 中的括号不配对"},
     "too_deep": {"en": "{text} nests parentheses too deeply", "zh": "{text} 的括号嵌套太深"},

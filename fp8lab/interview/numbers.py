@@ -8,7 +8,7 @@ What is read (everything else is refused with a reason, never guessed):
   followed by other than three digits (``1,5``) is refused, as are ``0x``/``0b``/``0o`` literals;
 - arithmetic: ``+ - * / ^ **``, ``×`` ``·`` ``⋅`` for times, ``÷``, ``x`` between two operands
   (``1.75 x 2^8``), parentheses, superscript powers (``2⁸`` is 256, ``2⁻⁹``, ``1.75×2⁸``, ``10⁻³``),
-  ``−`` and ``–`` as minus; powers bind tightest and to the right (``-2^2`` is -4, ``2^-9``);
+  ``−`` as minus (``–`` too, but not between two numbers: ``4–5`` may be a range); powers bind tightest and to the right (``-2^2`` is -4, ``2^-9``);
 - ``inf``, ``infinity``, ``∞``, ``无穷大`` (alone, with a sign) and ``nan``;
 - a leading ``~``, ``≈``, ``about`` or ``约`` and one trailing ``.`` or ``。`` are ignored;
 - a unit after the number (:func:`read_unit`): bytes and bits with SI and IEC prefixes, seconds,
@@ -24,7 +24,7 @@ whose ``say(lang)`` gives the reason in English or Chinese.
 >>> read_number("1e999")
 Traceback (most recent call last):
 ...
-fp8lab.interview.numbers.UnreadableAnswer: 1e999 is larger than any float64 (the largest is about 1.8e308)
+fp8lab.interview.numbers.UnreadableAnswer: '1e999' is larger than any float64 (the largest is about 1.8e308)
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def describe(text: object, limit: int = 40) -> str:
     """A short, printable rendering of (part of) an answer for a message: quoted, cut at ``limit`` characters.
 
     >>> describe("1,5"), describe("9" * 100)[-6:], describe(10**400)
-    ("'1,5'", "999…'", 'a number of about 10^400')
+    ("'1,5'", "9999…'", 'a number of about 10^400')
     """
     if isinstance(text, int) and not isinstance(text, bool) and abs(text).bit_length() > 200:
         return f"a number of about 10^{int(abs(text).bit_length() * math.log10(2))}"
@@ -105,6 +105,7 @@ _SUPERSCRIPTS = {"⁰": "0", "¹": "1", "²": "2", "³": "3", "⁴": "4", "⁵":
 _SPACES = frozenset(" \t\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
                     "\u202f\u205f\u3000")
 _MINUS = frozenset("\u2212\u2012\u2013\ufe63\uff0d")
+_DASHES = frozenset("\u2012\u2013")  # a minus sign before a number, a range between two: "1.5–2" is refused
 _TIMES = frozenset("×✕✖⨉⨯⋅∙·")
 _DIVIDE = frozenset("÷∕⁄")
 _TIMES_WORDS = frozenset("×✕✖⨉⨯xX")  # a times sign at the end of an answer is a factor: "2×"
@@ -212,6 +213,8 @@ def _scan_number(s: str, i: int, text: str) -> tuple[Fraction, int]:
             raise UnreadableAnswer("bad_grouping", text=describe(text))
         if j < n and s[j] == ".":
             raise UnreadableAnswer("two_points", text=describe(text))
+        if j + 1 < n and s[j] == "," and s[j + 1] in _DIGITS:
+            raise UnreadableAnswer("comma_decimal", text=describe(text))
     exponent = 0
     if j + 1 < n and s[j] in "eE":
         k = j + 1
@@ -406,6 +409,8 @@ class _Parser:
                 or (t.kind == "word" and t.value.casefold() in _INF_WORDS))
 
     def need_operand(self, after: _Tok) -> None:
+        if self.peek().kind == "sup":
+            raise UnreadableAnswer("superscript_base", text=describe(self.text))
         if not self.starts_operand(self.peek()):
             raise UnreadableAnswer("incomplete", text=describe(self.text), op=describe(after.raw))
 
@@ -433,6 +438,8 @@ class _Parser:
         value = self.term(depth)
         while self.peek().kind == "op" and self.peek().value in "+-":
             op = self.take()
+            if op.raw in _DASHES:
+                raise UnreadableAnswer("dash_range", text=describe(self.text))
             self.need_operand(op)
             value = _binary(op.value, value, self.term(depth), self.text)
         return value
