@@ -167,6 +167,8 @@ def question(qid: str, **changes) -> iv.Question:
     ("kv-h100-gb", "80 GiB"), ("kv-h100-gb", "85.9 GB"), ("kv-h100-gb", "85900 MB"), ("w4a16-llama-70b-weights", "32.9 GiB"),
     ("hw-h100-fp8-dense", "1.979 PFLOPS"), ("hw-h100-fp8-dense", "1979 TFLOP/s"), ("hw-h100-fp8-dense", "1.979e15 FLOPS"),
     ("hw-h100-fp8-dense", "1,979 tflops"), ("hw-h100-fp8-dense", "1979000 GFLOPS"), ("hw-l40-fp8", "0.362 PFLOP/s"),
+    ("hw-h100-fp8-dense", "1.979 petaFLOPS"), ("kv-llama3-70b-4096", "1.25 gibibytes"), ("kv-h100-gb", "85.9 gigabytes"),
+    ("kv-llama3-70b-4096", "1280 MiBytes"),
     ("hw-ridge-point", "590.7 FLOP/B"), ("hw-ridge-point", "591 FLOPs/byte"), ("hw-ridge-point", "590.7 FLOP per byte"),
     ("hw-ridge-point", "590.7 FLOP/字节"), ("hw-ridge-point", "73.8 FLOP/bit"),
     ("mx-mxfp8-bits", "8.25 bit"), ("mx-mxfp8-bits", "8.25 位"), ("mx-mxfp8-bits", "8.25 比特"), ("mx-mxfp8-bits", "1.03125 bytes"),

@@ -56,6 +56,9 @@ class Grade:
     ``feedback`` is the verdict and the right answer in the chosen language; ``explanation`` the
     question's explanation in that language; ``response`` what was read (letters, a number in the
     question's unit, the text), None when the response could not be read (or was refused).
+
+    >>> Grade(True, "Correct.", "448", "Why.", 448.0).correct
+    True
     """
 
     correct: bool | None
@@ -149,9 +152,10 @@ def _windows(q: Question) -> tuple[Fraction, Fraction, Fraction]:
 
 
 def accepted_error(q: Question) -> float:
-    """How far from the true value a numeric answer may be (in the question's unit): the wider window of the
-    precision rule (three significant figures unless the question states otherwise) and the stored tolerance,
-    plus a relative 1e-12 for the float the true value is stored in.
+    """How far from the true value a numeric answer may be, in the question's unit.
+
+    The wider window of the precision rule (three significant figures unless the question states
+    otherwise) and the stored tolerance, plus a relative 1e-12 for the float the true value is stored in.
 
     >>> from fp8lab.interview import get_question
     >>> accepted_error(get_question("fp8-e4m3-min-subnormal")), accepted_error(get_question("fb-fp16-max")) < 1e-7

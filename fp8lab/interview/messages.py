@@ -17,13 +17,11 @@ MESSAGES: dict[str, dict[str, str]] = {
     "wrong": {"en": "Not quite.", "zh": "不对。"},
     "answer_is": {"en": "The answer is {answer}.", "zh": "答案是 {answer}。"},
     "you_said": {"en": "You answered {response}.", "zh": "你的回答是 {response}。"},
-    "unit_mismatch": {"en": "The answer is asked in {unit}, not {got}.", "zh": "答案的单位应为 {unit}，而不是 {got}。"},
     "within": {"en": "(accepted within {tol})", "zh": "（允许误差 {tol}）"},
     "unreadable": {"en": "Could not read that answer: {reason}", "zh": "无法识别这个回答：{reason}"},
     "expect_letter": {"en": "type one letter of {letters}", "zh": "请输入 {letters} 中的一个字母"},
     "expect_letters": {"en": "type one or more letters of {letters}, e.g. \"A C\"",
                        "zh": "请输入 {letters} 中的一个或多个字母，例如 \"A C\""},
-    "expect_number": {"en": "type a number such as 12, 2^-9 or 1.5e-3{unit}", "zh": "请输入一个数，例如 12、2^-9 或 1.5e-3{unit}"},
     # why a number could not be read (fp8lab.interview.numbers.UnreadableAnswer)
     "too_long": {"en": "the answer is {n} characters long; at most {limit} are read",
                  "zh": "回答有 {n} 个字符，最多只读取 {limit} 个"},

@@ -646,6 +646,15 @@ for _p, (_shown, _e) in _DECIMAL_PREFIXES.items():
 for _p, (_shown, _e) in _BINARY_PREFIXES.items():
     _SIMPLE[_p + "b"] = Unit(f"{_shown}B", "bit", Fraction(8 * 2**_e))
     _SIMPLE[_p + "bit"] = _SIMPLE[_p + "bits"] = Unit(f"{_shown}bit", "bit", Fraction(2**_e))
+_PREFIX_WORDS = {"kilo": "k", "mega": "m", "giga": "g", "tera": "t", "peta": "p", "exa": "e", "kibi": "ki",
+                 "mebi": "mi", "gibi": "gi", "tebi": "ti", "pebi": "pi", "exbi": "ei"}
+for _p in (*_DECIMAL_PREFIXES, *_BINARY_PREFIXES):  # GByte, GBytes, gigabytes, gibibytes, teraflops
+    _SIMPLE[_p + "byte"] = _SIMPLE[_p + "bytes"] = _SIMPLE[_p + "b"]
+for _word, _p in _PREFIX_WORDS.items():
+    for _base in ("byte", "bytes", "bit", "bits", "flops", "flop"):
+        _symbol = _p + {"byte": "b", "bytes": "b"}.get(_base, _base)
+        if _symbol in _SIMPLE:
+            _SIMPLE[_word + _base] = _SIMPLE[_symbol]
 _SIMPLE["flops"] = Unit("FLOPS", "flop/s", _ONE)
 _SIMPLE["flop"] = Unit("FLOP", "flop", _ONE)
 _SIMPLE["次浮点运算"] = Unit("FLOP", "flop", _ONE)

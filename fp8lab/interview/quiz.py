@@ -34,7 +34,12 @@ _YES, _NO = {"y", "yes", "是", "对", "会"}, {"n", "no", "否", "不", "不会
 
 @dataclass(frozen=True)
 class Outcome:
-    """What happened to one question: ``status`` is ``correct``, ``wrong`` or ``skipped``."""
+    """What happened to one question: ``status`` is ``correct``, ``wrong`` or ``skipped``.
+
+    >>> from fp8lab.interview import get_question
+    >>> Outcome(get_question("fp8-e4m3fn-max"), "skipped").hints_used
+    0
+    """
 
     question: Question
     status: str
