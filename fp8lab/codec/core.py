@@ -135,10 +135,15 @@ def encode_bits(u, fmt: FloatFormat, be: Backend, rounding: str, saturate: bool,
 def decode_codes(c, fmt: FloatFormat, be: Backend = NUMPY):
     """Decode int64 codes into float64 values by the format's arithmetic (used to build tables).
 
+    A NaN code decodes to a NaN whose sign bit is the code's (+NaN in formats without a sign bit),
+    as ml_dtypes does: E4M3FN's 0xFF is -NaN and 0x7F +NaN, the fnuz NaN 0x80 is -NaN.
+
     >>> import numpy as np
     >>> from fp8lab.registry import get_format
     >>> decode_codes(np.array([0x35, 0x7E, 0x01]), get_format("e4m3")).tolist()
     [0.8125, 448.0, 0.001953125]
+    >>> np.signbit(decode_codes(np.array([0x7F, 0xFF]), get_format("e4m3"))).tolist()
+    [False, True]
     """
     m = fmt.mantissa_bits
     mag = c & fmt.magnitude_mask
@@ -148,10 +153,13 @@ def decode_codes(c, fmt: FloatFormat, be: Backend = NUMPY):
     significand = be.where(sub, mant, mant + (1 << m))
     exponent = be.where(sub, fmt.emin - m, exp_field - fmt.bias - m)
     v = be.ldexp(significand, exponent)
+    nan = float("nan")
     if fmt.signed:
-        v = be.where((c & fmt.sign_mask) != 0, -v, v)
+        negative = (c & fmt.sign_mask) != 0
+        v = be.where(negative, -v, v)
+        nan = be.where(negative, -nan, nan)  # a NaN keeps its code's sign bit, as ml_dtypes' casts do
     v = be.where(fmt.is_inf_code(c), be.where(v < 0, -float("inf"), float("inf")), v)
-    return be.where(fmt.is_nan_code(c), float("nan"), v)
+    return be.where(fmt.is_nan_code(c), nan, v)
 
 
 def int_encode(x, fmt: IntFormat, be: Backend, rounding: str, generator):

@@ -91,10 +91,32 @@ def decode_half_torch(codes, fmt: FloatFormat, out=None):
         res = out.view(torch.float32)
         res.copy_(half.reshape(res.shape))
     if not narrow:
-        return res
+        return _signed_nans(res, half, codes, fmt)
     if rebias != 1.0:
         res.mul_(rebias)
     return patch_specials(res, codes.reshape(res.shape), fmt)
+
+
+def _signed_nans(res, half, codes, fmt: FloatFormat):
+    """``res`` with each NaN given the sign bit of its float16 pattern ``half`` (its code's sign bit).
+
+    torch converts float16 to float32 in vector lanes and a scalar loop for the rest, and the scalar
+    loop drops a NaN's sign (0xFE00 becomes +NaN), so which NaNs kept their sign would depend on the
+    tensor's length and its split between threads. The codec's rule is the code's sign bit (as
+    ml_dtypes). Without a negative NaN this costs one reduction: the largest uint8 code (a negative
+    NaN's code is above -inf's, the largest), else the largest half (torch's max propagates NaN).
+    """
+    if not res.numel():
+        return res
+    if codes.dtype == torch.uint8:
+        top = codes.numpy().max() if codes.is_cpu else codes.max()  # numpy's uint8 max is vectorized, torch's not
+        if int(top) <= (fmt.sign_mask | fmt.inf_code):
+            return res
+    elif not math.isnan(float(half.max())):
+        return res
+    negative = half.view(torch.int16).reshape(res.shape) < 0  # the sign in bit 15
+    res.copy_(torch.where(torch.isnan(res), torch.where(negative, -math.nan, math.nan), res))
+    return res
 
 
 @functools.lru_cache(maxsize=256)

@@ -22,6 +22,7 @@ so no name of a format appears here.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..formats import FloatFormat, Format
@@ -155,4 +156,24 @@ def quantize(x, fmt: FloatFormat, saturate: bool):
     if saturate:
         bad = ~torch.isfinite(y) & ~torch.isnan(x)
         y = torch.where(bad, torch.where(torch.signbit(x), -fmt.max, fmt.max), y)
-    return y
+    return _code_signed_nans(y, x, fmt)
+
+
+def _code_signed_nans(y, x, fmt: FloatFormat):
+    """``y`` with each NaN given the sign bit of its code, as :func:`fp8lab.decode` of ``encode(x)`` has it.
+
+    torch's casts do not keep it (bfloat16 writes 0xFFFF for every NaN in its scalar loop, float16's
+    scalar loop back to float32 drops it, the fnuz casts give +NaN for the code 0x80). The code's
+    sign is the input's in a signed format, set in fnuz (its one NaN is 0x80) and clear without a
+    sign bit. On the CPU a tensor without NaN costs one vectorized max (numpy's, which propagates NaN).
+
+    >>> torch.signbit(_code_signed_nans(torch.tensor([float("nan"), 1.0]), torch.tensor([-float("nan"), 1.0]), FloatFormat("e5m2", 5, 2))).tolist()
+    [True, False]
+    """
+    if y.is_cpu and (not y.numel() or not math.isnan(float(y.numpy().max()))):
+        return y
+    if fmt.special == "fnuz" or not fmt.signed:
+        signed = -math.nan if fmt.special == "fnuz" else math.nan
+    else:
+        signed = torch.copysign(y, x)  # NaN where y is NaN, with the input's sign (the code's)
+    return torch.where(torch.isnan(y), signed, y)

@@ -21,17 +21,17 @@ __all__ = ["encode_one", "decode_one"]
 
 
 def decode_one(code: int, fmt: "str | FloatFormat") -> float:
-    """Value of one code, from the definition ``(-1)^s * 2^(E-bias) * (1 + M/2^m)``.
+    """Value of one code, from the definition ``(-1)^s * 2^(E-bias) * (1 + M/2^m)``; a NaN has the code's sign bit.
 
-    >>> decode_one(0xFF, "e8m0")
-    nan
+    >>> decode_one(0xFF, "e8m0"), math.copysign(1, decode_one(0xFF, "e4m3")), math.copysign(1, decode_one(0x80, "e4m3fnuz"))
+    (nan, -1.0, -1.0)
     """
     fmt = get_format(fmt)
     if not 0 <= code < 2**fmt.bits:
         raise ValueError(f"code {code} is out of range for {fmt.name} (0..{2**fmt.bits - 1})")
-    if fmt.is_nan_code(code):
-        return math.nan
     negative = bool(code & fmt.sign_mask)
+    if fmt.is_nan_code(code):
+        return -math.nan if negative else math.nan
     if fmt.is_inf_code(code):
         return -math.inf if negative else math.inf
     v = fmt.code_value(code & fmt.magnitude_mask)

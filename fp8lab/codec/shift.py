@@ -79,23 +79,27 @@ def patch_specials(values, codes, fmt: FloatFormat):
 
     A decode that moves bits reads such codes as numbers beyond ``max`` (their magnitudes are the
     largest), so only when one is present does this cost more than one min/max pass; a NaN at the
-    negative-zero code (fnuz) reads as -0.0 and is found on the codes.
+    negative-zero code (fnuz) reads as -0.0 and is found on the codes. A NaN keeps its code's sign
+    bit (as ml_dtypes' casts do): E4M3FN's 0xFF is -NaN, the fnuz NaN 0x80 is -NaN.
 
     >>> from fp8lab.registry import get_format
     >>> patch_specials(torch.tensor([1.0, 480.0]), torch.tensor([0x38, 0x7F], dtype=torch.uint8), get_format("e4m3")).tolist()
     [1.0, nan]
     >>> patch_specials(torch.tensor([1.0, -0.0]), torch.tensor([0x40, 0x80], dtype=torch.uint8), get_format("e4m3fnuz")).tolist()
     [1.0, nan]
+    >>> torch.signbit(patch_specials(torch.tensor([480.0, -480.0]), torch.tensor([0x7F, 0xFF], dtype=torch.uint8), get_format("e4m3"))).tolist()
+    [False, True]
     """
     nan_at_negative_zero, special_magnitudes = _specials(fmt)
-    if nan_at_negative_zero and values.numel():  # fnuz: the negative-zero code is NaN
+    if nan_at_negative_zero and values.numel():  # fnuz: the negative-zero code is NaN (its sign bit is set: -NaN)
         negative_zero = codes == fmt.sign_mask
         if bool(negative_zero.any()):
-            values.masked_fill_(negative_zero, math.nan)
+            values.masked_fill_(negative_zero, -math.nan)
     if special_magnitudes and values.numel():  # some magnitudes are inf or NaN codes
         lo, hi = torch.aminmax(values)
         if float(hi) > fmt.max or float(lo) < -fmt.max:      # such a code is present: patch it
             c = codes.to(torch.int32)
-            values = torch.where(fmt.is_inf_code(c), torch.where(values < 0, -math.inf, math.inf), values)
-            values.masked_fill_(fmt.is_nan_code(c), math.nan)
+            signed_inf = torch.where(values < 0, -math.inf, math.inf)  # the moved bits kept the code's sign
+            values = torch.where(fmt.is_inf_code(c), signed_inf, values)
+            values = torch.where(fmt.is_nan_code(c), torch.copysign(torch.full_like(values, math.nan), values), values)
     return values
