@@ -97,6 +97,17 @@ def _check_codes(c, fmt: Format, be) -> None:
             raise ValueError(f"code {bad} is out of range for {fmt.name}: codes are 0..{limit - 1} ({fmt.bits} bits)")
 
 
+def _zero_d(out: np.ndarray, given: Any) -> Any:
+    """A 0-d result as the input came: a 0-d array for a 0-d array, a numpy scalar for a scalar.
+
+    >>> type(_zero_d(np.array(3, np.uint8), np.array(1.0))).__name__, type(_zero_d(np.array(3, np.uint8), 1.0)).__name__
+    ('ndarray', 'uint8')
+    """
+    if out.ndim or isinstance(given, np.ndarray):
+        return out
+    return out[()]
+
+
 # ----------------------------------------------------------------------------------------------
 # dispatch
 def dispatch(data, req: Request, gen=None, out=None):
@@ -134,10 +145,11 @@ def encode(x: Any, fmt: "str | Format", *, rounding: str = "nearest", saturate: 
     ``generator``: a numpy Generator, torch Generator or int seed; ``E[decode(encode(x))] = x`` at
     every magnitude). ``saturate=True`` clamps overflow and infinities to +-max, as FP8 training
     recipes do; by default overflow follows ml_dtypes (NaN for E4M3FN/FNUZ/E8M0, inf for E5M2 and
-    IEEE-style formats, +-max for FP6/FP4). Tensors give tensors on their device (detached).
+    IEEE-style formats, +-max for FP6/FP4). Tensors give tensors on their device (detached). A
+    scalar gives a numpy scalar and a 0-d array a 0-d array (a 0-d tensor a 0-d tensor).
 
-    >>> encode([1.0, -2.0, 500.0], "e4m3").tolist(), encode(500.0, "e4m3", saturate=True)
-    ([56, 192, 127], np.uint8(126))
+    >>> encode([1.0, -2.0, 500.0], "e4m3").tolist(), encode(500.0, "e4m3", saturate=True), encode(np.array(1.0), "e4m3").shape
+    ([56, 192, 127], np.uint8(126), ())
     """
     fmt = get_format(fmt)
     rounding = _rounding(rounding)
@@ -149,7 +161,7 @@ def encode(x: Any, fmt: "str | Format", *, rounding: str = "nearest", saturate: 
     arr = _numpy_values(x, fmt)
     gen = _make_generator(generator, NUMPY) if rounding == "stochastic" else None
     codes = dispatch(arr.reshape(-1), Request("encode", fmt, "numpy", rounding, saturate), gen).reshape(arr.shape)
-    return codes[()] if codes.ndim == 0 else codes
+    return _zero_d(codes, x)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -182,8 +194,12 @@ def decode_tensor(codes, fmt: "str | Format", out=None):
 def decode(codes: Any, fmt: "str | Format"):
     """Decode unsigned integer codes of ``fmt`` to float32 values (exact for every format).
 
-    >>> decode([0x35, 0x7E, 0x7F], "e4m3").tolist()
-    [0.8125, 448.0, nan]
+    A NaN code gives a NaN with the code's sign bit (as ml_dtypes): E4M3FN's 0x7F is +NaN, 0xFF -NaN,
+    the fnuz NaN 0x80 -NaN, and +NaN without a sign bit, whichever path decodes it. A scalar code
+    gives a numpy scalar, a 0-d array a 0-d array.
+
+    >>> decode([0x35, 0x7E, 0x7F], "e4m3").tolist(), np.signbit(decode([0x7F, 0xFF], "e4m3")).tolist()
+    ([0.8125, 448.0, nan], [False, True])
     """
     fmt = get_format(fmt)
     if is_torch(codes):
@@ -191,7 +207,7 @@ def decode(codes: Any, fmt: "str | Format"):
     c = np.asarray(codes)
     _check_codes(c, fmt, NUMPY)
     out = dispatch(c.reshape(-1), Request("decode", fmt, "numpy", code_dtype=c.dtype.name)).reshape(c.shape)
-    return out[()] if out.ndim == 0 else out
+    return _zero_d(out, codes)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -206,8 +222,8 @@ def _back_to(out: np.ndarray, dtype: np.dtype) -> np.ndarray:
 def quantize(x: Any, fmt: "str | Format", *, rounding: str = "nearest", saturate: bool = False, generator: Any = None):
     """Round ``x`` to the nearest value of ``fmt`` (``decode(encode(x))``), keeping its type and dtype.
 
-    A Python number gives a float; an array (numpy, or ml_dtypes' bfloat16 and float8 types) gives
-    an array of its dtype; a tensor gives a tensor of its dtype on its device, detached (so it is
+    A Python number gives a float, a numpy scalar a numpy scalar; an array (numpy, or ml_dtypes'
+    bfloat16 and float8 types; 0-d ones too) gives an array of its dtype and shape; a tensor gives a tensor of its dtype on its device, detached (so it is
     not differentiable: the training layer ``fp8lab.nn`` adds a straight-through estimator).
 
     >>> quantize([0.1, 0.3, 1000.0], "e4m3", saturate=True).tolist()
@@ -226,8 +242,6 @@ def quantize(x: Any, fmt: "str | Format", *, rounding: str = "nearest", saturate
     gen = _make_generator(generator, NUMPY) if rnd == "stochastic" else None
     out = dispatch(arr.reshape(-1), Request("quantize", fmt, "numpy", rnd, saturate), gen).reshape(arr.shape)
     out = _back_to(out, given.dtype)
-    if out.ndim == 0:
-        out = out[()]
-        if not isinstance(x, (np.ndarray, np.generic)):
-            return float(out)
-    return out
+    if out.ndim == 0 and not isinstance(x, (np.ndarray, np.generic)):
+        return float(out[()])  # a Python number gives a float
+    return _zero_d(out, x)
