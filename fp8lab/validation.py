@@ -18,6 +18,8 @@ import math
 import numbers
 from typing import Any, Iterable
 
+import numpy as np
+
 __all__ = ["check_int", "check_bool", "check_real", "check_choice", "check_str", "check_block", "lookup_key"]
 
 
@@ -50,8 +52,11 @@ def check_int(owner: str, name: str, value: Any, *, minimum: int | None = None, 
 
 
 def check_bool(owner: str, name: str, value: Any) -> bool:
-    """``value`` if it is True or False (numpy bools too), else a TypeError naming ``owner.name``.
+    """``value`` as a bool if it is True or False (numpy bools too), else a TypeError naming ``owner.name``.
 
+    >>> import numpy as np
+    >>> check_bool("TensorScaling", "pow2", np.True_)
+    True
     >>> check_bool("TensorScaling", "pow2", 1)
     Traceback (most recent call last):
     ...
@@ -59,7 +64,7 @@ def check_bool(owner: str, name: str, value: Any) -> bool:
     """
     if isinstance(value, bool):
         return value
-    if type(value).__name__ == "bool_" and type(value).__module__ == "numpy":
+    if isinstance(value, np.bool_):  # NumPy 2 names its type ``numpy.bool``; it is no subclass of bool
         return bool(value)
     raise TypeError(f"{owner}.{name} must be True or False, got {value!r}")
 
