@@ -43,9 +43,14 @@ class FloatFormat:
 
     ``bias=None`` means the IEEE default ``2^(exponent_bits-1) - 1``. ``subnormals=False`` makes the
     all-zero exponent an ordinary binade, so the format has no zero (this is how E8M0 works).
+    Parameters whose only finite value is 0 (E1M0 with ``special="fn"``) raise a ValueError.
 
     >>> FloatFormat("e5m2", 5, 2).max
     57344.0
+    >>> FloatFormat("e1m0", 1, 0, signed=False, special="fn")
+    Traceback (most recent call last):
+    ...
+    ValueError: e1m0: with 1 exponent bit, 0 mantissa bits and special='fn' the only finite value is 0 (the other codes are NaN), so nothing can be scaled into it; add an exponent or mantissa bit, or choose special='finite' or 'fnuz'
     """
 
     name: str
@@ -88,8 +93,13 @@ class FloatFormat:
                              "use special='fn' or 'finite'")
         if self.special == "ieee" and e == 1:
             raise ValueError(f"{self.name}: an 'ieee' format with one exponent bit has no finite normals")
-        if self.num_finite < 1:
-            raise ValueError(f"{self.name}: these parameters leave no finite value")
+        if not self.max > 0:
+            # 1 exponent bit, no mantissa bits and 'fn': zero and the NaN code, nothing else (signed or not)
+            others = "NaN or -0" if self.has_negative_zero else "NaN"
+            raise ValueError(
+                f"{self.name}: with {e} exponent bit{'s' * (e != 1)}, {m} mantissa bits and special={self.special!r} the only "
+                f"finite value is 0 (the other codes are {others}), so nothing can be scaled into it; add an exponent or "
+                "mantissa bit, or choose special='finite' or 'fnuz'")
         if self.max > _F32_MAX or self.emin - m < _F32_MIN_EXP:
             raise ValueError(
                 f"{self.name}: its values run from {self.min_subnormal!r} to {self.max!r} in steps as fine as "
