@@ -14,6 +14,13 @@ steps and records the current amax afterwards. Per call:
    ``s * fmt.max`` (i.e. ``amax > amax_h * 2^margin``), elements clip: ``info["overflow"]``.
 4. Its finite amax is appended to the history (the last ``history_len`` are kept).
 
+A NaN in the history (``quantize`` records finite amaxes, but :meth:`AmaxHistory.push` takes any
+number) is handled as Transformer Engine handles it, whatever its position: TE takes
+``torch.max`` over the history, which propagates NaN, and keeps the previous scale where that amax
+is not finite (``torch.where(torch.isfinite(amax), sf, scale)``). So the history's amax is NaN
+while a NaN is in the window (``algo="max"``; for ``"most_recent"`` when it is the newest), and
+the scale stays the previous one, as for an infinite amax, until the NaN leaves the window.
+
 The recipe is frozen configuration; the history is a separate, mutable :class:`AmaxHistory` owned
 by whoever quantizes, passed as ``state=`` (``fp8lab.nn`` keeps one per layer and per role, as TE
 keeps one per FP8 tensor). Without ``state=``, each recipe *object* uses a history of its own, so
@@ -28,10 +35,13 @@ TE does; two equal recipe objects never share one. ``r.reset()`` forgets it.
 (100.0, 500.0, 200.0)
 >>> h = r.new_state(); _ = r.quantize(np.array([7.0], np.float32), "e4m3", state=h); h.amaxes, len(r.history)
 ((7.0,), 3)
+>>> h.push(float("nan")); h.push(3.0); r.amax_from_history(h), r.next_scale("e4m3", h) == h.scale
+(nan, True)
 """
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections import deque
 from dataclasses import dataclass
@@ -60,17 +70,31 @@ class AmaxHistory:
     def __init__(self, history_len: int = 1024) -> None:
         self.history_len = check_int("AmaxHistory", "history_len", history_len, minimum=1)
         self._amax: deque[float] = deque(maxlen=self.history_len)
+        self._nans = 0  #: how many of the recorded amaxes are NaN (so the max needs no second pass)
         self.scale: float = 1.0  #: the dequantisation multiplier of the last call (TE starts from 1)
         self.steps: int = 0
 
     def push(self, amax: float) -> None:
-        """Record one step's amax.
+        """Record one step's amax (the oldest leaves a full history).
 
         >>> h = AmaxHistory(); h.push(2.0); h.steps
         1
         """
-        self._amax.append(float(amax))
+        a = float(amax)
+        if len(self._amax) == self.history_len and math.isnan(self._amax[0]):
+            self._nans -= 1  # the NaN about to leave the window
+        self._amax.append(a)
+        self._nans += math.isnan(a)
         self.steps += 1
+
+    @property
+    def has_nan(self) -> bool:
+        """Whether a NaN is among the recorded amaxes.
+
+        >>> h = AmaxHistory(2); h.push(float("nan")); h.has_nan, (h.push(1.0), h.push(2.0), h.has_nan)[-1]
+        (True, False)
+        """
+        return self._nans > 0
 
     @property
     def amaxes(self) -> tuple[float, ...]:
@@ -91,6 +115,7 @@ class AmaxHistory:
         ((), 1.0)
         """
         self._amax.clear()
+        self._nans = 0
         self.scale = 1.0
         self.steps = 0
 
@@ -134,7 +159,7 @@ class DelayedScaling(Recipe):
         if self.algo not in ("max", "most_recent"):
             raise ValueError(f"DelayedScaling.algo is 'max' or 'most_recent', got {self.algo!r}")
         check_int("DelayedScaling", "margin", self.margin, minimum=-MARGIN_LIMIT, maximum=MARGIN_LIMIT)
-        check_bool("DelayedScaling", "pow2", self.pow2)
+        object.__setattr__(self, "pow2", check_bool("DelayedScaling", "pow2", self.pow2))
 
     # ----- state ------------------------------------------------------------------------------
     def new_state(self) -> AmaxHistory:
@@ -188,15 +213,18 @@ class DelayedScaling(Recipe):
         return self.state.scale
 
     def amax_from_history(self, state: AmaxHistory | None = None) -> float | None:
-        """The amax the next call's scale will fit (None while the history is empty).
+        """The amax the next call's scale will fit (None while the history is empty; NaN while a NaN is in it, as TE's ``torch.max``).
 
         >>> r = DelayedScaling(); r.state.push(3.0); r.state.push(2.0); r.amax_from_history()
         3.0
         """
-        h = self._resolve(state)._amax
+        st = self._resolve(state)
+        h = st._amax
         if not h:
             return None
-        return max(h) if self.algo == "max" else h[-1]
+        if self.algo != "max":
+            return h[-1]
+        return math.nan if st._nans else max(h)  # Python's max would depend on where the NaN sits
 
     def reset(self, state: AmaxHistory | None = None) -> None:
         """Forget the history (the object's own, or ``state``); the next call uses scale 1.
@@ -225,7 +253,7 @@ class DelayedScaling(Recipe):
         return self._scale_for(self.amax_from_history(st), get_format(fmt), st)
 
     def _scale_for(self, amax_h: float | None, fmt: Format, st: AmaxHistory) -> float:
-        if amax_h is None or not amax_h > 0:
+        if amax_h is None or not (amax_h > 0 and math.isfinite(amax_h)):  # zero, NaN or inf: keep the scale (TE)
             return st.scale
         return float(float_scales(np.array([amax_h]), fmt.max, margin=int(self.margin), pow2=self.pow2)[0])
 
@@ -247,9 +275,15 @@ class DelayedScaling(Recipe):
         >>> r = DelayedScaling(); q = r.quantize(np.array([896.0], np.float32), "e4m3")
         >>> q.dequantize().tolist(), q.info["overflow"], r.history
         ([448.0], True, (896.0,))
+        >>> r.quantize(np.array(3.0, np.float32), "e4m3").codes.shape
+        ()
         """
         fmt = get_format(fmt)
         st = self._resolve(state)
+        if x.ndim == 0:  # one element: quantized as shape (1,), given back 0-d (as quantize_tensor does)
+            q = self.quantize(x.reshape(1), fmt, st)
+            return QTensor(q.codes.reshape(()), q.scales.reshape(()), q.format, scaling=q.scaling, block=(),
+                           scale_format=q.scale_format, tensor_scale=q.tensor_scale, info=q.info, dtype=q.dtype)
         block = self.block_for(tuple(x.shape))
         stats = block_stats(x, block)
         q = finalize(x, fmt, self, block, stats, self.compute_scales(np.zeros(num_blocks(tuple(x.shape), block)), fmt, st))
