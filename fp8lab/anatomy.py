@@ -21,7 +21,7 @@ from .codec import encode
 from .codec.reference import decode_one
 from .formats import FloatFormat, Format, IntFormat
 from .registry import get_format
-from .validation import check_real
+from .validation import check_bool, check_real
 
 __all__ = ["explain", "Explanation", "fields", "bit_string", "code_kind"]
 
@@ -85,6 +85,8 @@ class Explanation:
             lines.append("  exact   yes")
         elif math.isfinite(self.error):
             lines.append(f"  rounded error {self.error:+.6g} (relative {self.relative_error:+.3g})")
+        elif not math.isfinite(self.x):  # NaN or inf with no code of its own here
+            lines.append(f"  rounded {self.x!r} has no code here: it became {self.value!r}")
         else:
             lines.append(f"  rounded {self.x!r} has no finite code here: it became {self.value!r}")
         lines += [f"  note    {n}" for n in self.notes]
@@ -161,11 +163,17 @@ def _float_kind_and_formula(code: int, f: FloatFormat) -> tuple[str, float, str]
 def explain(x: float, fmt: "str | Format", *, saturate: bool = False) -> Explanation:
     """Encode one value and spell out its fields, its kind and the arithmetic that gives it back.
 
+    NaN and inf inputs to formats without NaN or inf get a note saying what became of them (NaN
+    turns into a zero or 0, inf into NaN or, saturating, +-max), and no note about rounding.
+
     >>> explain(500.0, "e4m3", saturate=True).value
     448.0
+    >>> explain(float("nan"), "fp4").notes
+    ('float4_e2m1fn has no NaN (every code is a number): a NaN input becomes -0.0, as ml_dtypes casts it',)
     """
     f = get_format(fmt)
     x = check_real("explain", "x", x, finite=False)
+    saturate = check_bool("explain", "saturate", saturate)
     if isinstance(f, FloatFormat):
         x32 = _as_float32(x)
         code = int(encode(x32, f, saturate=saturate))
@@ -174,7 +182,8 @@ def explain(x: float, fmt: "str | Format", *, saturate: bool = False) -> Explana
     if isinstance(f, IntFormat):
         value = float(code - 2**f.bits if f.signed and code >= 2 ** (f.bits - 1) else code)
         return Explanation(x, f, code, int(value < 0), None, None, "integer", value,
-                           f"{code} as {'two' + chr(39) + 's-complement' if f.signed else 'unsigned'} = {value!r}")
+                           f"{code} as {'two' + chr(39) + 's-complement' if f.signed else 'unsigned'} = {value!r}",
+                           _nonfinite_notes(x, value, f, saturate) if not math.isfinite(x) else ())
     kind, value, formula = _float_kind_and_formula(code, f)
     s, e, m = fields(code, f)
     notes = _notes(float(x32), value, f, saturate)
@@ -190,8 +199,37 @@ def _as_float32(x: float) -> np.float32:
         return np.float32(x)
 
 
+def _nonfinite_notes(x: float, value: float, f: Format, saturate: bool) -> tuple[str, ...]:
+    """What became of a NaN or infinite ``x`` in a format without its own code for it (nothing where it has one)."""
+    if math.isnan(x):
+        if f.has_nan:
+            return ()
+        if isinstance(f, IntFormat):
+            return (f"{f.name} has no NaN: a NaN input becomes {value!r}",)
+        return (f"{f.name} has no NaN (every code is a number): a NaN input becomes {value!r}, as ml_dtypes casts it",)
+    sign = "-" if x < 0 else "+"
+    if x < 0 and not f.signed:
+        if isinstance(f, IntFormat):
+            return (f"{f.name} is unsigned: -inf saturates to its smallest value {value!r}",)
+        return (f"{f.name} is unsigned: a negative input has no code, so it became " + ("NaN" if f.has_nan else "0"),)
+    if isinstance(f, IntFormat):
+        return (f"{f.name} has no inf: {sign}inf saturates to {value!r}",)
+    if math.isinf(value):
+        return ()  # the format's own infinity
+    if math.isnan(value):
+        return (f"{f.name} has no inf: {sign}inf becomes NaN, as an overflow does; saturate=True gives {sign}max",)
+    if f.has_inf:
+        return (f"saturate=True: {sign}inf saturates to {sign}max = {value!r} (without it, {sign}inf stays {sign}inf)",)
+    if f.has_nan:
+        return (f"{f.name} has no inf: with saturate=True {sign}inf saturates to {sign}max = {value!r} "
+                "(without it, it becomes NaN)",)
+    return (f"{f.name} has no inf or NaN: {sign}inf saturates to {sign}max = {value!r}",)
+
+
 def _notes(x: float, value: float, f: FloatFormat, saturate: bool) -> tuple[str, ...]:
     """Plain-language remarks on what happened to ``x`` (overflow, underflow, ties, missing zero)."""
+    if not math.isfinite(x):
+        return _nonfinite_notes(x, value, f, saturate)
     notes = []
     if math.isfinite(x) and abs(x) > f.max and not math.isinf(value) and not math.isnan(value):
         notes.append(f"|x| is beyond max {f.max!r}: it " + ("saturated" if saturate or not f.has_nan
