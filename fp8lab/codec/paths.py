@@ -11,6 +11,10 @@ every path on every format against the reference codec and ml_dtypes); they diff
 - force one, for a test or to see the bit-level algorithm at work: ``with force_path("bitlevel"):``;
 - rule some out: ``with disable_paths("torch_cast"):``.
 
+Both hold **per thread** (they are :mod:`contextvars`, so per asyncio task too): a block in one
+thread changes nothing for the codec calls of another, and a thread started inside a block starts
+without it (run it in ``contextvars.copy_context()`` to carry the block over).
+
 >>> import numpy as np
 >>> which_path("encode", np.float32(0.3), "e4m3"), which_path("quantize", np.zeros(4), "bf16")
 ('table', 'inplace')
@@ -231,9 +235,10 @@ def _check_names(names: tuple[str, ...]) -> frozenset:
 
 @contextlib.contextmanager
 def force_path(*names: str) -> Iterator[None]:
-    """Within the block, serve every codec call by one of ``names`` (an error where none applies).
+    """Within the block, serve every codec call of this thread by one of ``names`` (an error where none applies).
 
     ``quantize`` may still compose ``decode(encode(x))`` from forced paths when it has none of them.
+    The block holds for the current thread (and asyncio task) only: other threads keep their own choice.
 
     >>> import numpy as np
     >>> with force_path("bitlevel"):
@@ -249,7 +254,9 @@ def force_path(*names: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def disable_paths(*names: str) -> Iterator[None]:
-    """Within the block, never use the paths ``names`` (the next ones in the table serve instead).
+    """Within the block, never use the paths ``names`` in this thread (the next ones in the table serve instead).
+
+    Like :func:`force_path`, it holds for the current thread (and asyncio task) only.
 
     >>> import torch
     >>> with disable_paths("torch_cast", "via_numpy"):
@@ -264,7 +271,7 @@ def disable_paths(*names: str) -> Iterator[None]:
 
 
 def path_policy() -> tuple["frozenset | None", frozenset]:
-    """The forced and the disabled paths in effect here (a cache key for answers that depend on path selection).
+    """The forced and the disabled paths in effect in this thread (a cache key for answers that depend on path selection).
 
     >>> path_policy()
     (None, frozenset())
