@@ -670,3 +670,23 @@ def test_the_path_contexts_say_they_are_per_thread():
     readme = (ROOT / "README.md").read_text()
     i = readme.index("with force_path(")
     assert "per thread" in readme[i - 2000: i + 2000]
+
+
+def test_model_configs_take_numpy_bools_and_store_python_bools():
+    """ModelConfig's bool fields take numpy bools like every other bool keyword, and keep plain bools."""
+    import dataclasses
+    import fp8lab as fl
+    for flag in ("qkv_bias", "bias", "tie_word_embeddings"):
+        for v in (np.True_, np.False_, True, False):
+            m = dataclasses.replace(fl.get_model("llama-2-7b"), **{flag: v})
+            assert getattr(m, flag) is bool(v)
+        with pytest.raises(ValueError, match="True or False"):
+            dataclasses.replace(fl.get_model("llama-2-7b"), **{flag: 1})
+
+
+def test_like_keeps_a_0d_array_0d():
+    """blocks.like hands a 0-d numpy result back as a 0-d tensor (np.ascontiguousarray made it 1-d)."""
+    torch = pytest.importorskip("torch")
+    from fp8lab.scaling.blocks import like
+    assert like(np.array(3.0, np.float32), torch.zeros(1)).shape == ()
+    assert like(np.ones((2, 3), np.float32).T, torch.zeros(1)).is_contiguous()

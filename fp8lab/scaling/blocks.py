@@ -184,5 +184,5 @@ def like(a: np.ndarray, ref: Any) -> Any:
     dtype('float32')
     """
     if is_torch(ref):
-        return torch.from_numpy(np.ascontiguousarray(a)).to(ref.device)
+        return torch.from_numpy(np.asarray(a, order="C")).to(ref.device)  # keeps a 0-d array 0-d
     return a

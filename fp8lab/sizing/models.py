@@ -16,6 +16,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal
 
+import numpy as np
+
 from ..validation import lookup_key
 from .units import check_count
 
@@ -103,9 +105,11 @@ class ModelConfig:
         for k in ("learned_positions", "num_experts", "experts_per_token", "shared_experts", "first_dense_layers",
                   "norms_per_layer"):
             set_(k, check_count(f"{where}: {k}", getattr(self, k), minimum=0))
-        for k in ("qkv_bias", "bias", "tie_word_embeddings"):
-            if not isinstance(getattr(self, k), bool):
-                raise ValueError(f"{where}: {k} must be True or False, got {getattr(self, k)!r}")
+        for k in ("qkv_bias", "bias", "tie_word_embeddings"):  # numpy bools too, as every bool keyword takes them
+            v = getattr(self, k)
+            if not isinstance(v, (bool, np.bool_)):
+                raise ValueError(f"{where}: {k} must be True or False, got {v!r}")
+            set_(k, bool(v))
         if self.mlp not in ("gated", "plain"):
             raise ValueError(f"{where}: mlp must be 'gated' (SwiGLU, 3 matrices) or 'plain' (2 matrices), got {self.mlp!r}")
         if self.norm not in ("rmsnorm", "layernorm"):
