@@ -8,8 +8,8 @@ This package imports torch; ``import fp8lab`` does not import it (use ``import f
 """
 
 from .convert import HEAD_NAMES, ConvertReport, convert
-from .linear import Fp8Linear, LayerState
+from .linear import Fp8Linear, LayerState, weight_cache
 from .recipe import GEMMS, PRESETS, ROLES, LinearRecipe, TensorQuant
 
 __all__ = ["LinearRecipe", "TensorQuant", "PRESETS", "ROLES", "GEMMS", "Fp8Linear", "LayerState",
-           "convert", "ConvertReport", "HEAD_NAMES"]
+           "convert", "ConvertReport", "HEAD_NAMES", "weight_cache"]

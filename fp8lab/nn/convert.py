@@ -52,12 +52,17 @@ def convert(model: torch.nn.Module, recipe: "LinearRecipe | str", skip: Iterable
     """Replace each ``nn.Linear`` of ``model`` (not the output head, nor a name matching a ``skip`` glob) by an Fp8Linear.
 
     The new layers share the old ones' Parameter objects (weight tying and optimizers keep
-    working); each gets its own scaling state. ``skip`` holds glob patterns matched against the
+    working); each gets its own scaling state. A Linear reachable under several names (a shared
+    module) becomes one Fp8Linear placed under all of them, and the report lists every name; if one
+    of its names is skipped (or is a head), it stays an ``nn.Linear`` under all of them. ``skip`` holds glob patterns matched against the
     qualified module name (``"blocks.0.*"``) or its last component.
 
     >>> import torch
     >>> m = torch.nn.Sequential(torch.nn.Linear(2, 2)); convert(m, "bf16").swapped, type(m[0]).__name__
     (('0',), 'Fp8Linear')
+    >>> lin = torch.nn.Linear(2, 2); m = torch.nn.Sequential(lin, torch.nn.ReLU(), lin)
+    >>> convert(m, "mxfp8").swapped, m[0] is m[2]
+    (('0', '2'), True)
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"convert takes a torch.nn.Module, got {type(model).__name__}")
@@ -69,22 +74,42 @@ def convert(model: torch.nn.Module, recipe: "LinearRecipe | str", skip: Iterable
     recipe = LinearRecipe.from_name(recipe)
     swapped: list[str] = []
     left: dict[str, str] = {}
-    for name, module in list(model.named_modules()):
-        if not name:
-            continue
+    # every path, shared modules under each of their names (named_modules() alone lists a module once)
+    paths = [(n, m) for n, m in model.named_modules(remove_duplicate=False) if n]
+    names_of: dict[int, list[str]] = {}
+    for name, module in paths:
+        names_of.setdefault(id(module), []).append(name)
+
+    def why_left(name: str) -> str | None:
         short = name.rsplit(".", 1)[-1]
+        hit = next((p for p in patterns if fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(short, p)), None)
+        if hit is not None:
+            return f"skipped: matches 'skip' pattern {hit!r}"
+        if short in HEAD_NAMES:
+            return "output head: stays FP32"
+        return None
+
+    new: dict[int, Fp8Linear] = {}  # one Fp8Linear per Linear object, however many names reach it
+    for name, module in paths:
+        if name in left or name in swapped:
+            continue
         if isinstance(module, Fp8Linear):
             left[name] = f"already an Fp8Linear (recipe {module.recipe.name})"
-        elif type(module) is torch.nn.Linear:
-            hit = next((p for p in patterns if fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(short, p)), None)
-            if hit is not None:
-                left[name] = f"skipped: matches 'skip' pattern {hit!r}"
-            elif short in HEAD_NAMES:
-                left[name] = "output head: stays FP32"
-            else:
-                parent = model.get_submodule(name.rsplit(".", 1)[0]) if "." in name else model
-                setattr(parent, short, Fp8Linear.from_linear(module, recipe))
-                swapped.append(name)
+        elif type(module) is torch.nn.Linear or id(module) in new:
+            names = names_of[id(module)]
+            reasons = {n: why_left(n) for n in names}
+            kept = next(((n, w) for n, w in reasons.items() if w is not None), None)
+            if kept is not None:  # one object cannot be both: a shared Linear left under one name stays under all
+                for n in names:
+                    left[n] = reasons[n] or f"{kept[1]} (shared with {kept[0]})"
+                continue
+            layer = new.get(id(module))
+            if layer is None:
+                layer = new[id(module)] = Fp8Linear.from_linear(module, recipe)
+            for n in names:
+                parent = model.get_submodule(n.rsplit(".", 1)[0]) if "." in n else model
+                setattr(parent, n.rsplit(".", 1)[-1], layer)
+                swapped.append(n)
         elif any(True for _ in module.parameters(recurse=False)):
             left[name] = f"not a linear layer ({type(module).__name__}): stays FP32"
     return ConvertReport(tuple(swapped), left, recipe.name)

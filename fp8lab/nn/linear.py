@@ -30,9 +30,12 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
-from typing import Any
+import math
+from collections import deque
+from typing import Any, Iterator
 
 import numpy as np
 import torch
@@ -51,7 +54,7 @@ from ..scaling import quantize_tensor
 from ..scaling.fast import quantize_fast_values
 from .recipe import ROLES, LinearRecipe, TensorQuant
 
-__all__ = ["Fp8Linear", "LayerState"]
+__all__ = ["Fp8Linear", "LayerState", "weight_cache"]
 
 
 class LayerState:
@@ -81,8 +84,122 @@ class LayerState:
             out[role] = None if h is None else {"amaxes": list(h.amaxes), "scale": h.scale, "steps": h.steps}
         return out
 
+    @property
+    def stateful(self) -> bool:
+        """Whether any role keeps a history (only then does the layer's ``state_dict`` carry ``_extra_state``).
+
+        >>> LayerState(LinearRecipe.from_name("fp8-tensorwise-delayed")).stateful
+        True
+        """
+        return any(getattr(self, role) is not None for role in ROLES)
+
+    def to_checkpoint(self) -> dict[str, Any]:
+        """Everything a resumed run needs, as plain data (lists, floats, ints): history, last scale and steps per role.
+
+        >>> s = LayerState(LinearRecipe.from_name("fp8-tensorwise-delayed")); s.input.push(2.0)
+        >>> s.to_checkpoint()["roles"]["input"]
+        {'history_len': 1024, 'amaxes': [2.0], 'scale': 1.0, 'steps': 1}
+        """
+        roles: dict[str, Any] = {}
+        for role in ROLES:
+            h = getattr(self, role)
+            roles[role] = None if h is None else {"history_len": int(h.history_len), "amaxes": [float(a) for a in h.amaxes],
+                                                  "scale": float(h.scale), "steps": int(h.steps)}
+        return {"format": 1, "roles": roles}
+
+    def load_checkpoint(self, data: Any) -> None:
+        """Restore what :meth:`to_checkpoint` gave, bit for bit (None or ``{}``, an older checkpoint: nothing changes).
+
+        A history for a role this recipe keeps none for, or of another length, is a ``ValueError``.
+
+        >>> a = LayerState(LinearRecipe.from_name("fp8-tensorwise-delayed")); a.weight.push(3.0); a.weight.scale = 0.5
+        >>> b = LayerState(LinearRecipe.from_name("fp8-tensorwise-delayed")); b.load_checkpoint(a.to_checkpoint())
+        >>> b.weight.amaxes, b.weight.scale, b.weight.steps
+        ((3.0,), 0.5, 1)
+        """
+        if not data:
+            return
+        if not isinstance(data, dict) or not isinstance(data.get("roles"), dict):
+            raise ValueError(f"an Fp8Linear extra state is a dict with 'roles' (from LayerState.to_checkpoint), got {data!r:.80}")
+        for role in ROLES:
+            saved = data["roles"].get(role)
+            h = getattr(self, role)
+            if saved is None:
+                continue  # a role without history in the checkpoint: this layer's own stays as it is
+            if h is None:
+                raise ValueError(f"the checkpoint holds an amax history for role {role!r}, but this layer's recipe keeps "
+                                 f"none for it (a checkpoint of another recipe?)")
+            if int(saved["history_len"]) != h.history_len or len(saved["amaxes"]) > h.history_len:
+                raise ValueError(f"the checkpoint's {role!r} history keeps {saved['history_len']} amaxes, this layer's "
+                                 f"{h.history_len}")
+            h.reset()
+            for a in saved["amaxes"]:
+                h.push(float(a))
+            h.scale, h.steps = float(saved["scale"]), int(saved["steps"])
+
+    def snapshot(self) -> dict[str, Any]:
+        """Copies of the forward roles' histories (input, weight) as they are now, for a recomputed forward.
+
+        >>> s = LayerState(LinearRecipe.from_name("fp8-tensorwise-delayed")); c = s.snapshot(); c["input"] is s.input
+        False
+        """
+        return {role: _copy_history(getattr(self, role)) for role in ("input", "weight") if getattr(self, role) is not None}
+
     def __repr__(self) -> str:
         return "LayerState(" + ", ".join(f"{r}={getattr(self, r)!r}" for r in ROLES) + ")"
+
+
+def _copy_history(h: Any) -> Any:
+    """A copy of an amax history that shares nothing mutable with it (its deque copied, not deep-copied element by element)."""
+    amaxes = getattr(h, "_amax", None)
+    if not isinstance(amaxes, deque):
+        return copy.deepcopy(h)
+    c = copy.copy(h)
+    c._amax = amaxes.copy()  # floats are immutable: a shallow copy of the deque is a full copy
+    return c
+
+
+def _fingerprint(x: torch.Tensor) -> tuple:
+    """A key for ``x``'s exact bits (shape, dtype and a sum of its bit patterns): a recomputed input has the same one."""
+    if x.numel() == 0 or x.dtype != torch.float32 or not x.is_contiguous():
+        return (tuple(x.shape), str(x.dtype), x.numel() and float(x.double().sum()))
+    return (tuple(x.shape), int(x.view(torch.int32).sum(dtype=torch.int64)))
+
+
+def _in_backward() -> bool:
+    """Whether autograd is running a backward pass now (where activation checkpointing recomputes forwards)."""
+    return torch._C._current_graph_task_id() != -1
+
+
+@contextlib.contextmanager
+def weight_cache(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
+    """Inside, each Fp8Linear of ``model`` casts its weight once and reuses that cast while the weight is unchanged.
+
+    For gradient accumulation: the micro-batches of one optimizer step share one weight cast (a
+    delayed-scaling weight history advances once per step, as with Transformer Engine's
+    ``is_first_microbatch``). The cast is redone when the weight changes (an optimizer step inside
+    the block), and dropped on leaving it.
+
+    >>> import torch
+    >>> lin = Fp8Linear(4, 2, recipe="fp8-tensorwise-current")
+    >>> with weight_cache(lin):
+    ...     _ = lin(torch.ones(3, 4)); _ = lin(torch.ones(3, 4))
+    ...     lin._wcache is not None
+    True
+    >>> lin._wcache is None
+    True
+    """
+    layers = [m for m in model.modules() if isinstance(m, Fp8Linear)]
+    before = [m._cache_on for m in layers]
+    for m in layers:
+        m._cache_on = True
+    try:
+        yield model
+    finally:
+        for m, b in zip(layers, before):
+            m._cache_on = b
+            if not b:
+                m._wcache = None
 
 
 def _t(v: Any) -> Any:
@@ -204,6 +321,10 @@ class _Fp8LinearFunction(torch.autograd.Function):
     Where the C kernels cast a role, they also give its values (the decoded codes, or for an
     operand used once in a K-blocked GEMM the dequantized values), which go to the GEMM instead of
     decoding and scaling the codes there: the same numbers, bit for bit.
+
+    Non-finite values propagate as in ``nn.Linear``: a scaled cast clamps an inf to the format's
+    range, so where a role held an inf or NaN the GEMM's result gets ``0 * (the FP32 product)``
+    added, which is NaN exactly where the FP32 product is not finite and +0 elsewhere.
     """
 
     @staticmethod
@@ -213,50 +334,83 @@ class _Fp8LinearFunction(torch.autograd.Function):
                        and _same_turned(r.input, tuple(x2.shape)))  # wgrad reads the same input QTensor
         reuse_w = bool(ctx.needs_input_grad[0] and r.weight is not None and r.fprop.exact and r.dgrad.exact
                        and _same_turned(r.weight, tuple(weight.shape)))  # dgrad reads the same weight QTensor
-        qx, vx, dqx = layer._quantize("input", x2, axis=1, values=r.fprop.exact, reuse=reuse_x)
-        qw, vw, dqw = layer._quantize("weight", weight, axis=1, values=r.fprop.exact, reuse=reuse_w)
+        qx, vx, dqx, bad_x = layer._quantize("input", x2, axis=1, values=r.fprop.exact, reuse=reuse_x)
+        mode = layer._wmode
+        cache = layer._wcache if mode == "use" else None
+        if cache is not None:
+            qw, vw, dqw, bad_w = cache["w"]
+        else:
+            # a cast kept for later micro-batches holds decoded codes (reuse=True), never consumed by a GEMM
+            qw, vw, dqw, bad_w = layer._quantize("weight", weight, axis=1, values=r.fprop.exact,
+                                                 reuse=reuse_w or mode == "store")
+            if mode == "store":
+                cache = layer._wcache = {"weight": weight, "version": weight._version, "w": (qw, vw, dqw, bad_w)}
         ctx.layer, ctx.qx, ctx.qw, ctx.vx, ctx.vw = layer, qx, qw, None, None
+        ctx.cache, ctx.bad, ctx.token = cache, (bad_x, bad_w), layer._token
         ctx.save_for_backward(x2, weight)
         if reuse_x and isinstance(qx, QTensor):
             # both GEMMs read this operand: its values (from the cast, or decoded here) serve both
             ctx.vx = vx = vx if vx is not None else decode_values(qx.codes, qx.format)
         if reuse_w:
             ctx.vw = vw
-        return _gemm(qx, _t(qw), r.fprop, va=vx, vb=vw.t() if vw is not None else None, keep=(ctx.vx, ctx.vw),
-                     dequantized=(dqx, dqw))
+        y = _gemm(qx, _t(qw), r.fprop, va=vx, vb=vw.t() if vw is not None else None,
+                  keep=(ctx.vx, ctx.vw, vw if cache is not None else None), dequantized=(dqx, dqw))
+        if bad_x or bad_w:
+            y = y + 0.0 * (x2 @ weight.t())
+        return y
 
     @staticmethod
     def backward(ctx, dy: torch.Tensor):  # type: ignore[override]
+        if torch.is_autocast_enabled(dy.device.type):
+            with torch.autocast(dy.device.type, enabled=False):
+                return _Fp8LinearFunction._backward(ctx, dy)
+        return _Fp8LinearFunction._backward(ctx, dy)
+
+    @staticmethod
+    def _backward(ctx, dy: torch.Tensor):
         layer: Fp8Linear = ctx.layer
         r = layer.recipe
-        x2, weight = ctx.saved_tensors
+        x2, weight = ctx.saved_tensors  # under activation checkpointing, this recomputes the forward (and uses the token)
+        layer._drop_token(ctx.token)
         dy = dy.contiguous()
         same_g = r.grad_output is None or _same_turned(r.grad_output, tuple(dy.shape))
         need_dx, need_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         reuse_g = bool(same_g and need_dx and need_dw and r.dgrad.exact and r.wgrad.exact)  # wgrad reads vdy again
-        qdy, vdy, dqdy = layer._quantize("grad_output", dy, axis=1, values=r.dgrad.exact or (same_g and r.wgrad.exact),
-                                         reuse=reuse_g or (same_g and need_dw))
+        qdy, vdy, dqdy, bad_dy = layer._quantize("grad_output", dy, axis=1,
+                                                 values=r.dgrad.exact or (same_g and r.wgrad.exact),
+                                                 reuse=reuse_g or (same_g and need_dw))
+        bad_x, bad_w = ctx.bad
         dx = dw = None
         if need_dx:
+            cache = ctx.cache
             if r.weight is None or _same_turned(r.weight, tuple(weight.shape)):
                 qw0, vw0, dqw0 = ctx.qw, ctx.vw, False
+            elif cache is not None and "w0" in cache:
+                qw0, vw0, dqw0 = cache["w0"]
             else:
-                qw0, vw0, dqw0 = layer._quantize("weight", weight, axis=0, record=False, values=r.dgrad.exact)
-            dx = _gemm(qdy, qw0, r.dgrad, va=vdy, vb=vw0, keep=(vdy,) if reuse_g else (), dequantized=(dqdy, dqw0))
+                qw0, vw0, dqw0, _ = layer._quantize("weight", weight, axis=0, record=False, values=r.dgrad.exact)
+                if cache is not None:
+                    cache["w0"] = (qw0, vw0, dqw0)
+            keep = ((vdy,) if reuse_g else ()) + ((vw0,) if cache is not None else ())
+            dx = _gemm(qdy, qw0, r.dgrad, va=vdy, vb=vw0, keep=keep, dequantized=(dqdy, dqw0))
+            if bad_dy or bad_w:
+                dx = dx + 0.0 * (dy @ weight)
         if need_dw:
             # dy^T along M: quantizing dy^T itself gives wgrad's operand directly (no transpose there and back)
             if same_g:
                 qdyT, vdyT, dqdyT = _t(qdy), (vdy.t() if vdy is not None else None), dqdy
             else:
-                qdyT, vdyT, dqdyT = layer._quantize("grad_output", dy, axis=0, record=False, turned=True,
-                                                    values=r.wgrad.exact)
+                qdyT, vdyT, dqdyT, _ = layer._quantize("grad_output", dy, axis=0, record=False, turned=True,
+                                                       values=r.wgrad.exact)
             same_x = r.input is None or _same_turned(r.input, tuple(x2.shape))
             if same_x:
                 qx0, vx0, dqx0 = ctx.qx, ctx.vx, False
             else:
-                qx0, vx0, dqx0 = layer._quantize("input", x2, axis=0, record=False, values=r.wgrad.exact)
+                qx0, vx0, dqx0, _ = layer._quantize("input", x2, axis=0, record=False, values=r.wgrad.exact)
             dw = _gemm(qdyT, qx0, r.wgrad, va=vdyT, vb=vx0, dequantized=(dqdyT, dqx0))
-        ctx.qx = ctx.qw = ctx.vx = ctx.vw = None
+            if bad_dy or bad_x:
+                dw = dw + 0.0 * (dy.t() @ x2)
+        ctx.qx = ctx.qw = ctx.vx = ctx.vw = ctx.cache = None
         return dx, dw, None
 
 
@@ -284,6 +438,7 @@ class Fp8Linear(torch.nn.Linear):
         self.recipe = LinearRecipe.from_name(recipe)
         self.state = LayerState(self.recipe)
         self.stats: dict[str, dict[str, float]] = {}
+        self._init_runtime()
 
     @classmethod
     def from_linear(cls, linear: torch.nn.Linear, recipe: "LinearRecipe | str" = "fp8-tensorwise-delayed") -> "Fp8Linear":
@@ -306,16 +461,84 @@ class Fp8Linear(torch.nn.Linear):
         new.recipe = LinearRecipe.from_name(recipe)
         new.state = LayerState(new.recipe)
         new.stats = {}
+        new._init_runtime()
         new.train(linear.training)
         return new
+
+    def _init_runtime(self) -> None:
+        """What lives only between calls, never in a checkpoint: the weight cache and the recomputation snapshots."""
+        self._cache_on = False  #: inside ``weight_cache``: cast the weight once while it is unchanged
+        self._wcache: dict[str, Any] | None = None  #: the kept weight cast(s), its Parameter and version
+        self._wmode: str | None = None  #: this call: None (cast), "store" (cast and keep), "use" (the kept cast)
+        self._pending: list[tuple[tuple, dict[str, Any]]] = []  #: (input key, histories before) per forward awaiting backward
+        self._replay: dict[str, Any] | None = None  #: the histories a recomputed forward reads
+        self._token: Any = None
+        self._quiet = False  #: a forward recomputed in backward: it records no stats
+
+    # ----- checkpoints: the scaling state as torch's extra state ------------------------------------
+    def get_extra_state(self) -> dict[str, Any]:
+        """The amax histories, last scales and step counters (``LayerState.to_checkpoint``), saved as ``<prefix>_extra_state``.
+
+        Only a layer with a stateful role (delayed scaling) puts the key in its ``state_dict``; the
+        others keep exactly ``nn.Linear``'s keys.
+
+        >>> lin = Fp8Linear(4, 2, recipe="fp8-tensorwise-delayed")
+        >>> sorted(lin.state_dict()), sorted(Fp8Linear(4, 2, recipe="mxfp8").state_dict())
+        (['_extra_state', 'bias', 'weight'], ['bias', 'weight'])
+        """
+        return self.state.to_checkpoint()
+
+    def set_extra_state(self, state: Any) -> None:
+        """Restore the scaling state from :meth:`get_extra_state` (bit for bit; ``None`` or ``{}`` changes nothing).
+
+        >>> import torch
+        >>> a = Fp8Linear(4, 2, recipe="fp8-tensorwise-delayed"); a(torch.ones(3, 4)).sum().backward()
+        >>> b = Fp8Linear(4, 2, recipe="fp8-tensorwise-delayed"); b.load_state_dict(a.state_dict())
+        <All keys matched successfully>
+        >>> b.state.input.amaxes == a.state.input.amaxes, b.state.grad_output.steps
+        (True, 1)
+        """
+        self.state.load_checkpoint(state)
+
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        if not self.state.stateful:
+            destination.pop(prefix + "_extra_state", None)  # nothing to keep: nn.Linear's keys exactly
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict, strict: bool,
+                              missing_keys: list, unexpected_keys: list, error_msgs: list) -> None:
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+        key = prefix + "_extra_state"
+        if key in missing_keys:  # an older checkpoint (or an nn.Linear's): the histories stay as they are
+            missing_keys.remove(key)
+
+    # ----- recomputation under activation checkpointing ----------------------------------------------
+    def _drop_token(self, token: Any) -> None:
+        """Forget the snapshot of the forward whose backward runs now."""
+        if token is not None:
+            for i, t in enumerate(self._pending):
+                if t is token:
+                    del self._pending[i]
+                    break
+
+    def _take_snapshot(self, key: tuple) -> dict[str, Any] | None:
+        """The histories before the forward this recomputation repeats (the first waiting one with the same input)."""
+        for i, (k, snap) in enumerate(self._pending):
+            if k == key:
+                del self._pending[i]
+                return snap
+        return None
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", recipe={self.recipe.name!r}"
 
     # ----- quantizing one role ------------------------------------------------------------------
     def _quantize(self, role: str, x: torch.Tensor, *, axis: int, record: bool = True, turned: bool = False,
-                  values: bool = False, reuse: bool = False) -> tuple[Any, Any, bool]:
-        """``(cast, values, dequantized)``: ``x`` cast for ``role`` with its blocks along ``axis`` (a QTensor, a rounded tensor, or ``x``).
+                  values: bool = False, reuse: bool = False) -> tuple[Any, Any, bool, bool]:
+        """``(cast, values, dequantized, nonfinite)``: ``x`` cast for ``role`` with its blocks along ``axis`` (a QTensor, a rounded tensor, or ``x``).
+
+        ``nonfinite`` says that ``x`` held an inf or NaN that the cast may have clamped (a scaled or
+        saturating cast); FP32 roles and non-saturating 16-bit roundings carry them through themselves.
 
         ``turned=True`` (with ``axis=0``) returns the QTensor of ``x.T`` instead of its transpose.
         With ``values=True``, where the C kernels cast it, ``values`` is the QTensor's float32 values
@@ -324,16 +547,20 @@ class Fp8Linear(torch.nn.Linear):
         this GEMM only (``reuse=False``), else the decoded codes.
         """
         tq: TensorQuant | None = getattr(self.recipe, role)
+        record = record and not self._quiet  # a recomputed forward measures nothing new
         if tq is None:
             if record:
                 self.stats[role] = {"amax": float(x.abs().max()) if x.numel() else 0.0, "scale": 1.0, "saturated_blocks": 0}
-            return (x.t() if turned else x), None, False
+            return (x.t() if turned else x), None, False, False
         if tq.is_16bit:
             v = quantize(x, tq.format, saturate=tq.saturate)
-            if record:
+            bad = False
+            if record or tq.saturate:
                 amax = float(x.abs().max()) if x.numel() else 0.0
-                self._record(role, x, v, amax=amax, scale=1.0, saturated=int(amax > tq.format.max))
-            return (v.t() if turned else v), None, False
+                bad = tq.saturate and not math.isfinite(amax)
+                if record:
+                    self._record(role, x, v, amax=amax, scale=1.0, saturated=int(amax > tq.format.max))
+            return (v.t() if turned else v), None, False, bad
         src = x if axis == 1 else x.t()
         vals, deq = None, False
         if tq.scaling is None:  # a plain cast: scale 1
@@ -341,22 +568,27 @@ class Fp8Linear(torch.nn.Linear):
                         torch.ones(1, 1, dtype=torch.float32, device=x.device), tq.format)
             amax = float(src.abs().max()) if src.numel() else 0.0
             saturated = int(amax > tq.format.max)
+            bad = not math.isfinite(amax)
         else:
             state = getattr(self.state, role)
-            if state is not None and not (getattr(self, "_advance", True) or role == "grad_output"):
-                state = copy.deepcopy(state)  # evaluation reads the history without advancing it
+            if state is not None and role != "grad_output":
+                if self._replay is not None:  # a recomputed forward casts as the original did, advancing nothing
+                    state = _copy_history(self._replay[role])
+                elif not getattr(self, "_advance", True):
+                    state = _copy_history(state)  # evaluation reads the history without advancing it
             # the fast path first, for the values it decodes on the way; quantize_tensor (the same QTensor) else
             deq = values and not reuse and _k_blocked(tq.scaling, tuple(src.shape))
             got = quantize_fast_values(src, tq.format, tq.scaling, state, dequantize=deq) if values else None
             q, vals = got if got is not None else (quantize_tensor(src, tq.format, tq.scaling, state=state), None)
             amax, saturated = q.info.amax, q.info.saturated_blocks
+            bad = bool(q.info.nonfinite_blocks)
         if axis == 0 and not turned:
             q = q.transpose()
             vals = vals.t() if vals is not None else None
         if record:
             self._record(role, x, q if role == "grad_output" else None, amax=amax,
                          scale=float(q.scales.max()) if q.scales.numel() else 1.0, saturated=saturated)
-        return q, vals, deq and vals is not None
+        return q, vals, deq and vals is not None, bad
 
     def _record(self, role: str, x: torch.Tensor, values: Any, *, amax: float, scale: float, saturated: int) -> None:
         st = {"amax": float(amax), "scale": float(scale), "saturated_blocks": int(saturated)}
@@ -365,21 +597,80 @@ class Fp8Linear(torch.nn.Linear):
         self.stats[role] = st
 
     # ----- forward ------------------------------------------------------------------------------
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, is_first_microbatch: bool | None = None) -> torch.Tensor:
         """``x @ W^T + b`` through the recipe's GEMMs (F.linear for the all-FP32 recipe).
+
+        ``is_first_microbatch`` (Transformer Engine's argument) is for gradient accumulation:
+        ``True`` casts the weight and keeps the cast, ``False`` reuses the kept cast (the weight must
+        be unchanged since), ``None`` casts it on every call unless inside :func:`weight_cache`.
+        Under ``torch.autocast`` the input is upcast to FP32, the recipe runs as usual, and ``y`` is
+        returned in the autocast dtype, as ``nn.Linear``'s would be. An empty batch gives an empty
+        ``y`` (and a zero weight gradient), advancing no history.
 
         >>> import torch
         >>> lin = Fp8Linear(2, 1, bias=False, recipe="fp32"); _ = torch.nn.init.ones_(lin.weight)
         >>> lin(torch.tensor([[1.0, 2.0]])).tolist()
         [[3.0]]
+        >>> with torch.autocast("cpu", dtype=torch.bfloat16):
+        ...     Fp8Linear(2, 1, recipe="mxfp8")(torch.ones(3, 2)).dtype
+        torch.bfloat16
         """
         r = self.recipe
         if all(getattr(r, role) is None for role in ROLES) and all(getattr(r, g).exact for g in ("fprop", "dgrad", "wgrad")):
             return F.linear(x, self.weight, self.bias)
+        dev = x.device.type
+        if torch.is_autocast_enabled(dev) and x.is_floating_point():
+            out_dtype = torch.get_autocast_dtype(dev)
+            with torch.autocast(dev, enabled=False):
+                y = self._forward(x.float(), is_first_microbatch)
+            return y.to(out_dtype)
         if x.dtype != torch.float32:
             raise TypeError(f"Fp8Linear takes float32 input (it casts per role itself), got {x.dtype}")
+        return self._forward(x, is_first_microbatch)
+
+    def _forward(self, x: torch.Tensor, is_first_microbatch: bool | None) -> torch.Tensor:
         lead = x.shape[:-1]
-        self._advance = self.training and torch.is_grad_enabled()  # evaluation does not move amax histories
-        y = _Fp8LinearFunction.apply(x.reshape(-1, self.in_features), self.weight, self)
+        x2 = x.reshape(-1, self.in_features)
+        if x2.shape[0] == 0:  # no tokens: nothing to scale, no history to advance
+            y = x2 @ self.weight.t()
+        else:
+            self._advance = self.training and torch.is_grad_enabled()  # evaluation does not move amax histories
+            self._wmode = self._weight_mode(is_first_microbatch)
+            self._replay = self._token = None
+            self._quiet = _in_backward()
+            if self._advance and (self.state.input is not None or self.state.weight is not None):
+                key = _fingerprint(x2)
+                if self._quiet:  # activation checkpointing recomputes a forward: cast as it did, advance nothing
+                    self._replay = self._take_snapshot(key)
+                if self._replay is None:
+                    self._token = (key, self.state.snapshot())
+                    self._pending.append(self._token)
+                    if len(self._pending) > 256:  # forwards whose backward never ran
+                        del self._pending[0]
+            try:
+                y = _Fp8LinearFunction.apply(x2, self.weight, self)
+            finally:
+                self._replay = self._token = None
+                self._wmode, self._quiet = None, False
         y = y.reshape(*lead, self.out_features)
         return y + self.bias if self.bias is not None else y
+
+    def _weight_mode(self, is_first_microbatch: bool | None) -> str | None:
+        """None (cast the weight), "store" (cast and keep it) or "use" (the kept cast) for this call."""
+        if is_first_microbatch is not None and not isinstance(is_first_microbatch, bool):
+            raise TypeError(f"is_first_microbatch is True, False or None, got {is_first_microbatch!r}")
+        c = self._wcache
+        valid = c is not None and c["weight"] is self.weight and c["version"] == self.weight._version
+        if is_first_microbatch is False:
+            if not valid:
+                raise ValueError("is_first_microbatch=False reuses the weight cast of the first micro-batch, but "
+                                 + ("none was kept (pass is_first_microbatch=True first)" if c is None else
+                                    "the weight has changed since (an optimizer step?): pass is_first_microbatch=True"))
+            return "use"
+        if valid and _in_backward():
+            return "use"  # a recomputed forward reuses the cast its original kept
+        if is_first_microbatch is True:
+            return "store"
+        if self._cache_on:
+            return "use" if valid else "store"
+        return None
