@@ -434,3 +434,59 @@ def test_a_stale_weight_cast_is_refused():
     with weight_cache(lin):  # inside the context a changed weight is simply cast again
         lin(torch.randn(2, 8))
         assert lin._wcache["version"] == lin.weight._version
+
+
+# ----- 7. FP8 saved activations ---------------------------------------------------------------------------
+
+def saved_bytes(layer, x):
+    """Bytes the layer's graph saves for backward, parameters left out, as saved_tensors_hooks see them."""
+    seen = []
+    params = {p.data_ptr() for p in layer.parameters()}
+
+    def pack(t):
+        if t.data_ptr() not in params:
+            seen.append(t.numel() * t.element_size())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        y = layer(x)
+    return y, sum(seen)
+
+
+@pytest.mark.parametrize("m", [37, 256], ids=["partial-blocks", "whole-blocks"])
+@pytest.mark.parametrize("name", PRESETS)
+def test_fp8_saved_inputs_keep_the_bits_and_the_bytes_memory_counts(name, m):
+    from fp8lab.train.memory import saved_input_bytes
+
+    torch.manual_seed(6)
+    k, n = 160, 48
+    plain = Fp8Linear(k, n, recipe=name)
+    fp8 = copy.deepcopy(plain)
+    fp8.save_fp8 = True
+    g = torch.Generator().manual_seed(m)
+    for _ in range(3):  # a few steps, so that delayed histories are in play
+        x, dy = torch.randn(m, k, generator=g), torch.randn(m, n, generator=g) * 1e-3
+        want = grads(plain, x, dy)
+        xx = x.clone().requires_grad_()
+        fp8.weight.grad = None
+        y, nbytes = saved_bytes(fp8, xx)
+        y.backward(dy)
+        assert_same((y.detach(), xx.grad, fp8.weight.grad), want)
+        assert plain.state.as_dict() == fp8.state.as_dict() and plain.stats == fp8.stats
+        assert nbytes == saved_input_bytes(name, m, k)
+        if name != "fp32":
+            assert nbytes < m * k * 4 or LinearRecipe.from_name(name).input is None
+
+
+@pytest.mark.parametrize("name", ["fp8-tensorwise-current", "mxfp8", "bf16"])
+def test_fp8_saved_inputs_still_propagate_non_finite_values(name):
+    torch.manual_seed(8)
+    x, dy = torch.randn(20, 64), torch.randn(20, 16)
+    for where in ("x", "dy"):
+        xs, dys = x.clone(), dy.clone()
+        (xs if where == "x" else dys)[3, 4] = float("inf")
+        ref = torch.nn.Linear(64, 16)
+        lay = Fp8Linear(64, 16, recipe=name, save_fp8=True)
+        lay.load_state_dict(ref.state_dict())
+        for w, got in zip(grads(ref, xs, dys), grads(lay, xs, dys)):
+            assert (~got.isfinite())[~w.isfinite()].all()

@@ -41,7 +41,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..codec import ckernels, encode, quantize
+from ..codec import ckernels, decode, encode, quantize
 from ..codec.paths import path_policy
 from ..codec.impl import code_values
 from ..gemm import Accumulator, scaled_matmul
@@ -315,6 +315,53 @@ def _nonzero_flushed(x: torch.Tensor, q: Any) -> float:
     return (zeros_after - (n - nonzero)) / nonzero
 
 
+def _pack_input(layer: "Fp8Linear", x2: torch.Tensor, qx: Any, bad_x: bool) -> tuple | None:
+    """What wgrad needs of the input, in the input role's format: ``(how to rebuild it, tensors to save, x if not finite)``.
+
+    8-bit roles keep the codes of the cast along the tokens (the forward's own cast where the blocks
+    are the same either way) and their scales stored in the scale format (none for a plain cast);
+    16-bit roles keep the rounded values as bfloat16/float16. None: keep the FP32 input as before.
+    """
+    tq = layer.recipe.input
+    if tq is None or x2.numel() == 0:
+        return None
+    extra = x2 if bad_x else None  # a non-finite input is kept as it is (its infs were clamped by the cast)
+    if tq.is_16bit:
+        dt = getattr(torch, tq.format.name, None)
+        if not isinstance(dt, torch.dtype) or dt.itemsize * 8 != tq.format.bits:
+            return None
+        return ("16", dt), (qx.to(dt),), extra
+    if tq.scaling is not None and not _same_turned(tq, tuple(x2.shape)):
+        q = layer._quantize("input", x2, axis=0, record=False)[0]  # wgrad's own cast, made now instead of in backward
+    else:
+        q = qx
+    if not isinstance(q, QTensor) or q.zero_point is not None:
+        return None
+    meta = dict(format=q.format, scaling=q.scaling, block=q.block, scale_format=q.scale_format,
+                tensor_scale=q.tensor_scale, info=q.info, dtype=q.dtype, shape=tuple(q.scales.shape))
+    if tq.scaling is None:
+        return ("plain", meta), (q.codes,), extra
+    if q.scale_format.bits < 32:
+        return ("coded", meta), (q.codes, encode(q.scales, q.scale_format)), extra
+    return ("scales", meta), (q.codes, q.scales), extra
+
+
+def _unpack_input(how: tuple, tensors: tuple) -> Any:
+    """The wgrad operand :func:`_pack_input` kept: the same QTensor (or 16-bit values as float32), bit for bit."""
+    kind, meta = how
+    if kind == "16":
+        return tensors[0].float()
+    codes = tensors[0]
+    if kind == "plain":
+        scales = torch.ones(meta["shape"], dtype=torch.float32, device=codes.device)
+    elif kind == "coded":
+        scales = decode(tensors[1], meta["scale_format"])
+    else:
+        scales = tensors[1]
+    m = {k: v for k, v in meta.items() if k != "shape"}
+    return QTensor(codes, scales, **m)
+
+
 class _Fp8LinearFunction(torch.autograd.Function):
     """``x @ W^T`` with the recipe's three GEMMs (bias added outside, in FP32).
 
@@ -347,7 +394,14 @@ class _Fp8LinearFunction(torch.autograd.Function):
                 cache = layer._wcache = {"weight": weight, "version": weight._version, "w": (qw, vw, dqw, bad_w)}
         ctx.layer, ctx.qx, ctx.qw, ctx.vx, ctx.vw = layer, qx, qw, None, None
         ctx.cache, ctx.bad, ctx.token = cache, (bad_x, bad_w), layer._token
-        ctx.save_for_backward(x2, weight)
+        ctx.packed = None
+        if layer.save_fp8 and ctx.needs_input_grad[1]:
+            ctx.packed = _pack_input(layer, x2, qx, bad_x)
+        if ctx.packed is not None:  # wgrad's input kept in the role's format: no FP32 copy of x
+            ctx.save_for_backward(weight, *ctx.packed[1])
+            ctx.qx, reuse_x = None, False
+        else:
+            ctx.save_for_backward(x2, weight)
         if reuse_x and isinstance(qx, QTensor):
             # both GEMMs read this operand: its values (from the cast, or decoded here) serve both
             ctx.vx = vx = vx if vx is not None else decode_values(qx.codes, qx.format)
@@ -370,7 +424,11 @@ class _Fp8LinearFunction(torch.autograd.Function):
     def _backward(ctx, dy: torch.Tensor):
         layer: Fp8Linear = ctx.layer
         r = layer.recipe
-        x2, weight = ctx.saved_tensors  # under activation checkpointing, this recomputes the forward (and uses the token)
+        saved = ctx.saved_tensors  # under activation checkpointing, this recomputes the forward (and uses the token)
+        if ctx.packed is not None:
+            weight, x2, xin = saved[0], None, _unpack_input(ctx.packed[0], saved[1:])
+        else:
+            (x2, weight), xin = saved, None
         layer._drop_token(ctx.token)
         dy = dy.contiguous()
         same_g = r.grad_output is None or _same_turned(r.grad_output, tuple(dy.shape))
@@ -402,15 +460,20 @@ class _Fp8LinearFunction(torch.autograd.Function):
             else:
                 qdyT, vdyT, dqdyT, _ = layer._quantize("grad_output", dy, axis=0, record=False, turned=True,
                                                        values=r.wgrad.exact)
-            same_x = r.input is None or _same_turned(r.input, tuple(x2.shape))
-            if same_x:
+            same_x = r.input is None or _same_turned(r.input, tuple(x2.shape)) if xin is None else True
+            if xin is not None:
+                qx0, vx0, dqx0 = xin, None, False
+            elif same_x:
                 qx0, vx0, dqx0 = ctx.qx, ctx.vx, False
             else:
                 qx0, vx0, dqx0, _ = layer._quantize("input", x2, axis=0, record=False, values=r.wgrad.exact)
             dw = _gemm(qdyT, qx0, r.wgrad, va=vdyT, vb=vx0, dequantized=(dqdyT, dqx0))
             if bad_dy or bad_x:
-                dw = dw + 0.0 * (dy.t() @ x2)
-        ctx.qx = ctx.qw = ctx.vx = ctx.vw = ctx.cache = None
+                xs = x2 if x2 is not None else ctx.packed[2]
+                if xs is None:  # only dy was not finite: any values of x carry it into dW
+                    xs = xin.dequantize() if isinstance(xin, QTensor) else xin
+                dw = dw + 0.0 * (dy.t() @ xs)
+        ctx.qx = ctx.qw = ctx.vx = ctx.vw = ctx.cache = ctx.packed = None
         return dx, dw, None
 
 
@@ -424,6 +487,10 @@ class Fp8Linear(torch.nn.Linear):
     cast), ``saturated_blocks``, and for ``grad_output`` ``underflow`` (the fraction of its nonzero
     elements that quantized to zero).
 
+    ``save_fp8=True`` keeps what wgrad needs of the input in the input role's format (codes and
+    scales, or BF16/FP16 values) and decodes it when backward runs, instead of the FP32 input: the
+    same bits, and the bytes ``fp8lab.train.memory.saved_input_bytes`` counts.
+
     >>> import torch
     >>> lin = Fp8Linear(4, 3, bias=False, recipe="fp32")
     >>> list(lin.state_dict()), lin.recipe.name
@@ -431,17 +498,20 @@ class Fp8Linear(torch.nn.Linear):
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, *,
-                 recipe: "LinearRecipe | str" = "fp8-tensorwise-delayed", device: Any = None, dtype: Any = None) -> None:
+                 recipe: "LinearRecipe | str" = "fp8-tensorwise-delayed", device: Any = None, dtype: Any = None,
+                 save_fp8: bool = False) -> None:
         if dtype is not None and dtype != torch.float32:
             raise ValueError(f"Fp8Linear keeps FP32 master weights; dtype must be torch.float32 or None, got {dtype}")
         super().__init__(in_features, out_features, bias=bias, device=device, dtype=torch.float32)
         self.recipe = LinearRecipe.from_name(recipe)
         self.state = LayerState(self.recipe)
         self.stats: dict[str, dict[str, float]] = {}
+        self.save_fp8 = bool(save_fp8)  #: keep wgrad's input in the input role's format, not in FP32
         self._init_runtime()
 
     @classmethod
-    def from_linear(cls, linear: torch.nn.Linear, recipe: "LinearRecipe | str" = "fp8-tensorwise-delayed") -> "Fp8Linear":
+    def from_linear(cls, linear: torch.nn.Linear, recipe: "LinearRecipe | str" = "fp8-tensorwise-delayed", *,
+                    save_fp8: bool = False) -> "Fp8Linear":
         """An Fp8Linear sharing ``linear``'s parameters (the same Parameter objects, so ties and optimizers hold).
 
         >>> import torch
@@ -461,6 +531,7 @@ class Fp8Linear(torch.nn.Linear):
         new.recipe = LinearRecipe.from_name(recipe)
         new.state = LayerState(new.recipe)
         new.stats = {}
+        new.save_fp8 = bool(save_fp8)
         new._init_runtime()
         new.train(linear.training)
         return new

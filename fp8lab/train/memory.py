@@ -15,7 +15,8 @@ transformer from its :class:`fp8lab.sizing.ModelConfig`) and a number of tokens 
 - **optimizer states**: AdamW's two FP32 moments;
 - **saved linear inputs**: what wgrad reads, each distinct linear input once per layer, in the input
   role's format and blocks along the token axis (DeepSeek-V3's 128x1 tiles; an FP8 implementation
-  keeps only this copy; fp8lab's emulation keeps the FP32 input too, for the analysis).
+  keeps only this copy, as ``Fp8Linear(..., save_fp8=True)`` does; by default fp8lab's emulation
+  keeps the FP32 input too, for the analysis). :func:`saved_input_bytes` is one layer's share.
 
 Activations saved by the rest of the network (norms, attention, GELU) do not depend on the recipe
 and are left out, as are temporary buffers.
@@ -36,7 +37,8 @@ import numpy as np
 from ..sizing.units import format_bytes
 from ..validation import check_int
 
-__all__ = ["LinearSite", "ModelLinears", "RecipeMemory", "model_linears", "recipe_memory", "memory_table"]
+__all__ = ["LinearSite", "ModelLinears", "RecipeMemory", "model_linears", "recipe_memory", "memory_table",
+           "saved_input_bytes"]
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,24 @@ def _matrix_bytes(tq, rows: int, cols: int) -> int:
     block = tq.scaling.block_for((rows, cols))
     n_scales = math.ceil(rows / block[0]) * math.ceil(cols / block[1])
     return codes + math.ceil(n_scales * _scale_bits(tq) / 8)
+
+
+def saved_input_bytes(recipe: Any, tokens: int, in_features: int) -> int:
+    """Bytes one linear layer keeps of its input for wgrad: (tokens, in_features) cast along the tokens, scales included.
+
+    What ``Fp8Linear(..., save_fp8=True)`` saves for backward (``tests/test_nn_layer.py`` measures it
+    with ``torch.autograd.graph.saved_tensors_hooks``); the "saved linear inputs" component sums it.
+
+    >>> saved_input_bytes("fp8-blockwise", 256, 128), saved_input_bytes("fp32", 256, 128)
+    (33792, 131072)
+    """
+    from ..nn import LinearRecipe
+
+    tokens = check_int("saved_input_bytes", "tokens", tokens, minimum=0)
+    in_features = check_int("saved_input_bytes", "in_features", in_features, minimum=1)
+    if tokens == 0:
+        return 0
+    return _matrix_bytes(LinearRecipe.from_name(recipe).input, in_features, tokens)
 
 
 def _turns(tq, shape: tuple[int, int]) -> bool:
