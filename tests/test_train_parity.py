@@ -55,6 +55,7 @@ def test_verdicts_cover_every_case():
     assert [r for r in got] == ["fp32", "far", "near", "ctl", "dead"]
     assert got["fp32"].verdict == "baseline" and got["far"].verdict == "real" and got["near"].verdict == "within noise"
     assert got["ctl"].verdict == "one seed" and got["ctl"].p is None and got["dead"].verdict == "diverged"
+    assert got["ctl"].gap == pytest.approx(3.0 - 1.95) and got["ctl"].gap_se is None  # against fp32's seed-0 run
     far = got["far"]
     assert far.gap == pytest.approx(sum([2.50, 2.52, 2.49]) / 3 - sum([1.95, 1.98, 1.94]) / 3)
     with pytest.raises(ValueError, match="two rows for one seed"):

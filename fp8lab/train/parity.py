@@ -51,16 +51,16 @@ def _betacf(a: float, b: float, x: float) -> float:
     raise ArithmeticError("the incomplete beta continued fraction did not converge")
 
 
-def _betainc(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b) for x in [0, 1]."""
+def _betainc(a: float, b: float, x: float, y: float) -> float:
+    """The regularized incomplete beta function I_x(a, b) for x in [0, 1], with y = 1 - x given exactly by the caller."""
     if x <= 0.0:
         return 0.0
-    if x >= 1.0:
+    if y <= 0.0:
         return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(y))
     if x < (a + 1.0) / (a + b + 2.0):
         return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+    return 1.0 - front * _betacf(b, a, y) / b
 
 
 def student_t_sf2(t: float, df: float) -> float:
@@ -73,7 +73,7 @@ def student_t_sf2(t: float, df: float) -> float:
         raise ValueError(f"Student's t needs df > 0 and a number, got t={t}, df={df}")
     if math.isinf(t):
         return 0.0
-    return _betainc(df / 2.0, 0.5, df / (df + t * t))
+    return _betainc(df / 2.0, 0.5, df / (df + t * t), t * t / (df + t * t))
 
 
 @dataclass(frozen=True)
@@ -130,8 +130,9 @@ def _sd(xs: Sequence[float]) -> float | None:
 def parity_table(rows: Iterable[dict[str, Any]], baseline: str = "fp32", alpha: float = ALPHA) -> list[ParityRow]:
     """Group run rows (recipe, seed, control, final_val_loss) by recipe and test each recipe's gap to ``baseline``.
 
-    The gap's standard error is sqrt(sd_r²/n_r + sd_b²/n_b); with one seed the baseline's spread alone
-    gives it, and the verdict is "one seed" (no test). A recipe whose runs diverged (no final loss) is
+    The gap's standard error is sqrt(sd_r²/n_r + sd_b²/n_b). A recipe run from one seed is compared
+    with the baseline's run of that seed (same initialisation and batches), has no standard error and
+    gets the verdict "one seed" (no test). A recipe whose runs diverged (no final loss) is
     "diverged". Order: the rows' first appearance.
 
     >>> rows = [{"recipe": r, "seed": s, "control": False, "final_val_loss": v}
@@ -163,12 +164,17 @@ def parity_table(rows: Iterable[dict[str, Any]], baseline: str = "fp32", alpha: 
         if name == baseline:
             out.append(ParityRow(name, control, seen_seeds[name], mean, sd, None, None, None, None, "baseline"))
             continue
-        gap = mean - bmean
-        var = (sd ** 2 / len(vals) if sd is not None else 0.0) + (bsd ** 2 / len(base) if bsd is not None else 0.0)
-        se = math.sqrt(var) if (sd is not None or bsd is not None) else None
         if len(vals) < 2 or len(base) < 2:
-            out.append(ParityRow(name, control, seen_seeds[name], mean, sd, gap, se, 100 * gap / bmean, None, "one seed"))
+            # one seed: against the baseline run of the same seed(s) where there is one (same initialisation and
+            # batches), else its mean; no spread of its own, so no standard error and no test
+            same = [r["final_val_loss"] for r in groups[baseline] if r["seed"] in seen_seeds[name]
+                    and r["final_val_loss"] is not None]
+            ref = sum(same) / len(same) if len(same) == len(vals) else bmean
+            gap = mean - ref
+            out.append(ParityRow(name, control, seen_seeds[name], mean, sd, gap, None, 100 * gap / ref, None, "one seed"))
             continue
+        gap = mean - bmean
+        se = math.sqrt((sd ** 2 if sd is not None else 0.0) / len(vals) + (bsd ** 2 if bsd is not None else 0.0) / len(base))
         w = welch(vals, base)
         out.append(ParityRow(name, control, seen_seeds[name], mean, sd, gap, se, 100 * gap / bmean, w.p,
                              "real" if w.p < alpha else "within noise"))
