@@ -29,11 +29,18 @@ lab: $(STAMP)
 lab-fresh: $(STAMP)
 	$(PY) -m fp8lab.course.lab --fresh $(ARGS)
 
+# make test runs every test; the longest start first and tests sharing an expensive fixture go to one
+# worker (--dist load with tests/conftest.py's scheduler). make test-fast runs the library tests only: nothing that
+# starts a Jupyter kernel, server or nbgrader, a browser, an exhaustive sweep or a long training run
+# (the markers are described in pyproject.toml; e.g. `make test MARKS=kernel` runs the kernel tests).
+MARKS ?=
+FAST  := not kernel and not browser and not exhaustive and not slow
+
 test: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) --durations=15
+	$(PY) -m pytest -n $(JOBS) --dist load --durations=15 $(if $(MARKS),-m "$(MARKS)")
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) -m "not slow" fp8lab tests
+	$(PY) -m pytest -n $(JOBS) --dist load --durations=15 -m "$(FAST)" fp8lab tests
 
 bench: $(STAMP)
 	$(PY) bench/codec.py

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.browser  # both tests run on one worker (SHARED_FIXTURE_UNITS in tests/conftest.py)
 
 WELCOME, CHAPTER = "00_welcome.ipynb", "03_fp8.ipynb"
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)

@@ -61,7 +61,7 @@ def test_the_cast_matches_torch_on_a_sweep_of_every_exponent_and_the_rounding_bo
     _check_against_torch(_floats(np.concatenate([bits, near.astype(np.uint64)])), name)
 
 
-@pytest.mark.slow
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("name", ["e4m3", "e5m2"])
 def test_the_cast_matches_torch_on_every_finite_float32(name):
     """Every finite non-negative float32 (2^31 - 2^23 bit patterns), one binade (2^23 patterns) at a time: the C

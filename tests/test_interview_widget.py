@@ -104,7 +104,7 @@ def test_quiz_widget_steps_and_keeps_score() -> None:
         iv.quiz_widget([], n=3)
 
 
-@pytest.mark.slow
+@pytest.mark.kernel
 def test_the_widgets_render_in_a_real_kernel() -> None:
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")

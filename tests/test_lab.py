@@ -1,6 +1,7 @@
 """`make lab` is proven, not hoped for: the learner's working copy (made once, never overwritten), the
-argument pass-through, and (slow) JupyterLab started exactly as `make lab` starts it, answering the one
-URL it prints, serving the copy, and stopping when the launcher is stopped."""
+argument pass-through, and (kernel) JupyterLab started exactly as `make lab` starts it, answering the one
+URL it prints, serving the copy, and stopping when the launcher is stopped; the make targets the README
+promises."""
 
 from __future__ import annotations
 
@@ -94,6 +95,21 @@ def test_the_makefile_runs_the_launcher_and_the_copy_is_git_ignored() -> None:
     assert "/my_course/" in (ROOT / ".gitignore").read_text().splitlines()
 
 
+def test_make_test_fast_leaves_out_every_costly_marker_and_the_markers_are_registered() -> None:
+    import re
+    import tomllib
+
+    make = (ROOT / "Makefile").read_text()
+    fast = re.search(r"^FAST\s*:=\s*(.+)$", make, re.M).group(1)
+    costly = {"kernel", "browser", "exhaustive", "slow"}
+    assert {m for m in costly if f"not {m}" in fast} == costly, fast
+    target = make.split("\ntest-fast:", 1)[1].split("\n\n", 1)[0]
+    assert '-m "$(FAST)"' in target and "--dist load " in target  # the scheduler of tests/conftest.py
+    assert "--dist load " in make.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert costly | {"gpu"} <= {m.split(":", 1)[0] for m in ini["markers"]}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -107,7 +123,7 @@ def get(url: str, token: str | None = None):
         return resp.status, body
 
 
-@pytest.mark.slow
+@pytest.mark.kernel
 def test_make_lab_serves_the_working_copy_at_the_url_it_prints(tmp_path) -> None:
     port = free_port()
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_CONFIG_DIR=str(tmp_path / "config"),

@@ -44,7 +44,7 @@ def test_check_passes_for_every_lab():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.kernel
 def test_a_learner_grades_an_attempt_and_sees_points_and_messages_per_task(tmp_path):
     lab = get_lab(LAB)
     subs = {s.name: s for s in submissions.standard(lab)}
@@ -62,7 +62,7 @@ def test_a_learner_grades_an_attempt_and_sees_points_and_messages_per_task(tmp_p
     assert bad.returncode == 2 and "is not a notebook file" in bad.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.kernel
 def test_the_instructor_workflow_one_command_per_step(tmp_path):
     lab = get_lab(LAB)
     grading = tmp_path / "grading"

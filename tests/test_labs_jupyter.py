@@ -28,7 +28,7 @@ from fp8lab.labs.catalog import get_lab, list_labs, repo_root
 from fp8lab.labs.course import main_course, run_nbgrader
 from fp8lab.labs.jupyter import release
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.kernel  # the module runs on one worker, one server (SHARED_FIXTURE_UNITS in tests/conftest.py)
 ROOT = repo_root()
 LAB = "01_decode_exmy"
 
