@@ -1,14 +1,17 @@
 """`make book`: the executed course as a static HTML book with a contents page, figures, working links and the glossary.
 
-The slow test builds the whole book once (every chapter executed, two kernels at a time, as
-``make book`` does) into a temporary folder and checks it; the fast tests check the pieces of
-``tools/book.py`` on small inputs.
+The kernel tests build the whole book once per run (``tools/book.py --cache``: every chapter executed
+through the run's ``course_cache``, so a chapter the notebook tests executed from the same bytes and
+sources is read back instead of run again) into a temporary folder and check it; one builds a
+two-chapter book without a cache, executing it as ``make book`` does; the fast tests check the pieces
+of ``tools/book.py`` on small inputs.
 """
 
 from __future__ import annotations
 
 import html
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -23,6 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 CHAPTER = re.compile(r"^(\d\d)_[A-Za-z0-9_]+\.ipynb$")
 GLOSSARY_TERMS = ("尾数", "指数偏置", "次正规数", "缩放因子", "主权重")  # the issue's examples
+#: the notebook tests' cell timeout (tests/test_notebooks.py): the cache key includes it, so the book
+#: reads the chapters those tests executed
+CELL_TIMEOUT_S = 30
 
 
 def load_book_module():
@@ -86,17 +92,50 @@ def test_widget_outputs_become_a_note_and_lose_their_state():
     assert out.cells[0].outputs[1].text == "448\n"
 
 
-# --- the whole book (slow) ----------------------------------------------------------------------------------------
+@pytest.mark.kernel
+def test_a_small_book_is_built_executing_its_chapters(tmp_path):
+    """Without a cache tools/book.py executes every chapter itself (two kernels at a time), as ``make book`` does."""
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    welcome = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# 00 — A\n\n> Why `a`?\n\n[next](01_b.ipynb)"),
+        nbformat.v4.new_code_cell("print(6 * 7)"),
+        nbformat.v4.new_markdown_cell("## Glossary\n\n| term | 中文 |\n|---|---|\n| mantissa | 尾数 |")])
+    figure = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# 01 — B"),
+        nbformat.v4.new_code_cell("%matplotlib inline\nfrom matplotlib.figure import Figure\nf = Figure(); f.add_subplot().plot([1, 2]); f")])
+    nbformat.write(welcome, folder / "00_a.ipynb")
+    nbformat.write(figure, folder / "01_b.ipynb")
+    out, executed = tmp_path / "book", tmp_path / "executed"
+    times = book.build(out, jobs=2, folder=folder, keep_executed=executed)
+    assert set(times) == {"00_a.ipynb", "01_b.ipynb"} and all(t > 0 for t in times.values())
+    assert nbformat.read(executed / "00_a.ipynb", as_version=4).cells[1].outputs[0].text == "42\n"
+    page = (out / "01_b.html").read_text(encoding="utf-8")
+    assert len(re.findall(r'<img[^>]+src="data:image/png;', page)) == 1
+    assert 'href="01_b.html"' in (out / "00_a.html").read_text(encoding="utf-8")
+    assert "尾数" in (out / "glossary.html").read_text(encoding="utf-8")
+    assert not any(folder.glob("*.html")) and not nbformat.read(folder / "00_a.ipynb", as_version=4).cells[1].outputs
+
+
+# --- the whole book (kernel) --------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The book built by tools/book.py into a temporary folder: (book folder, executed notebooks, chapter files)."""
+def built(tmp_path_factory, course_cache):
+    """The book built by tools/book.py into a temporary folder: (book folder, executed notebooks, chapter files).
+
+    The chapters go through the run's cache of executed chapters (``--cache``): the notebook tests, scheduled
+    before this, have executed most of them; the rest are executed here (one kernel per pytest worker). The
+    five tests that use it are one scheduling unit (``SHARED_FIXTURE_UNITS`` in tests/conftest.py): one worker
+    builds the book for all of them.
+    """
     names = chapter_files()
     out = tmp_path_factory.mktemp("book") / "book"
     executed = out.parent / "executed"
+    jobs = "1" if os.environ.get("PYTEST_XDIST_WORKER") else "2"
     t = time.monotonic()
-    run = subprocess.run([sys.executable, str(ROOT / "tools" / "book.py"), "--out", str(out), "--jobs", "2",
-                          "--keep-executed", str(executed)], capture_output=True, text=True, timeout=1500, cwd=ROOT)
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "book.py"), "--out", str(out), "--jobs", jobs,
+                          "--keep-executed", str(executed), "--cache", str(course_cache),
+                          "--cell-timeout", str(CELL_TIMEOUT_S)], capture_output=True, text=True, timeout=1500, cwd=ROOT)
     assert run.returncode == 0, f"tools/book.py failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     print(f"\nbook built in {time.monotonic() - t:.0f} s:\n{run.stdout}")
     built_names = sorted(p.name for p in executed.glob("*.ipynb"))
@@ -112,7 +151,7 @@ HREF = re.compile(r'href="([^"]*)"')
 IDS = re.compile(r'\bid="([^"]*)"')
 
 
-@pytest.mark.slow
+@pytest.mark.kernel
 def test_the_contents_page_lists_every_chapter_in_order(built):
     out, executed, names = built
     index = (out / "index.html").read_text(encoding="utf-8")
@@ -126,7 +165,7 @@ def test_the_contents_page_lists_every_chapter_in_order(built):
     assert "`" not in index, "a hook's markdown (a code span) was not rendered on the contents page"
 
 
-@pytest.mark.slow
+@pytest.mark.kernel
 def test_every_chapter_page_carries_its_figures_inline(built):
     out, executed, names = built
     from fp8lab.course.execute import figure_count
@@ -140,7 +179,7 @@ def test_every_chapter_page_carries_its_figures_inline(built):
         assert not re.search(r'<img[^>]+src="(?!data:)', page), f"{name}: an image is not inlined"
 
 
-@pytest.mark.slow
+@pytest.mark.kernel
 def test_links_between_chapters_resolve_inside_the_book(built):
     out, _, names = built
     all_pages = pages(out)
@@ -172,7 +211,7 @@ def test_links_between_chapters_resolve_inside_the_book(built):
         print("\nlinks to chapters not written yet:", sorted(set(unwritten)))
 
 
-@pytest.mark.slow
+@pytest.mark.kernel
 def test_pages_show_no_widget_reprs_and_load_nothing_from_a_cdn(built):
     out, _, names = built
     for name, text in pages(out).items():
@@ -189,7 +228,7 @@ def test_pages_show_no_widget_reprs_and_load_nothing_from_a_cdn(built):
             assert "mathjax/MathJax.js" in text, f"{name} has maths but no local MathJax"
 
 
-@pytest.mark.slow
+@pytest.mark.kernel
 def test_the_glossary_from_the_welcome_chapter_is_in_the_book(built):
     out, _, names = built
     if "00_welcome.ipynb" not in names:

@@ -1,11 +1,12 @@
-"""The course notebooks: stored clean, named and linked as the course map says, and (slow) executed.
+"""The course notebooks: stored clean, named and linked as the course map says, and (kernel) executed.
 
 Fast checks read the stored notebooks: no outputs, a title, a chapter of the map, links that resolve,
 navigation to the neighbours and the map, myth and self-check cells tagged, cited numbers with
 sources, no torch bfloat16 matmul, the glossary, jargon defined where first used.
 
-Slow checks execute each chapter once per session (``fp8lab.course.execute``: kernels single-threaded,
-the shell channel polled in slices so that a widget cell cannot stall the run) and assert: no error,
+Kernel checks execute each chapter once per test run (``fp8lab.course.execute.execute_cached`` into the
+run's ``course_cache``, which the book test reads too; kernels single-threaded, the shell channel polled
+in slices so that a widget cell cannot stall the run) and assert: no error,
 every cell under ``CELL_TIMEOUT_S``, the chapter's kernel under ``CHAPTER_BUDGET_S`` of CPU time and its
 cells under ``CHAPTER_WALL_LIMIT_S`` of wall time, at least one figure, every
 number in the prose backed by an earlier output or a cited source; and, in a second kernel, that
@@ -223,17 +224,17 @@ def test_jargon_is_defined_where_first_used() -> None:
     assert not problems, problems
 
 
-# --- executed (slow) ---------------------------------------------------------------------------
+# --- executed (kernel) -------------------------------------------------------------------------
 
-@pytest.mark.slow
+@pytest.mark.kernel
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_chapter_runs_within_its_budget_and_backs_every_number(path: Path) -> None:
+def test_chapter_runs_within_its_budget_and_backs_every_number(path: Path, course_cache: Path) -> None:
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
-    from fp8lab.course.execute import execute_chapter, figure_count
+    from fp8lab.course.execute import execute_cached, figure_count
 
-    try:
-        run = execute_chapter(path, cell_timeout=CELL_TIMEOUT_S)
+    try:  # executed here, or read back if the book test executed these bytes with these sources first
+        run = execute_cached(path, course_cache, cell_timeout=CELL_TIMEOUT_S)
     except CellTimeoutError as e:
         pytest.fail(f"{path.name}: a cell ran past {CELL_TIMEOUT_S} s (a stall, or a cell too slow for the course): {e}")
     except CellExecutionError as e:
@@ -261,7 +262,7 @@ def test_chapter_runs_within_its_budget_and_backs_every_number(path: Path) -> No
                           + "\n  ".join(problems))
 
 
-@pytest.mark.slow
+@pytest.mark.kernel
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_myth_and_check_cells_run_on_their_own(path: Path) -> None:
     """Each myth and self-check cell works after "restart kernel" and only the chapter's first code cell."""

@@ -1,11 +1,14 @@
 """Build the course as a static HTML book: every chapter executed, figures embedded, links working, a contents page.
 
-    .venv/bin/python tools/book.py [--out build/book] [--jobs 2] [--executed DIR]
+    .venv/bin/python tools/book.py [--out build/book] [--jobs 2] [--executed DIR] [--cache DIR [--cell-timeout S]]
 
 1. Execute each ``notebooks/NN_*.ipynb`` headless (nbclient, ``--jobs`` kernels at a time) in a
    scratch copy, from the ``notebooks/`` folder as the tests do. The tracked notebooks are never
    written. ``--executed DIR`` takes already executed notebooks of the same names from DIR instead
-   (a notebook missing there is executed).
+   (a notebook missing there is executed). ``--cache DIR`` executes through the content-keyed cache
+   of :func:`fp8lab.course.execute.execute_cached` (the test run's: a chapter the notebook tests
+   executed from the same sources is read, not run again; one another process is running is waited
+   for after the others are done).
 2. Convert each to HTML with nbconvert's ``lab`` template: figures are inlined as ``data:`` URIs,
    the CSS is inlined, nothing is fetched at build time. Links to ``*.ipynb`` become ``*.html``;
    widget outputs (they need a live kernel) become a note pointing at ``make lab``; every page gets a
@@ -74,15 +77,24 @@ def chapters(folder: Path = NOTEBOOKS) -> list[Chapter]:
     return out
 
 
-def execute(path: Path, cell_timeout: int = 300) -> tuple[str, nbformat.NotebookNode, float]:
+def execute(path: Path, cell_timeout: int = 300, cache: Path | None = None,
+            wait: bool = True) -> tuple[str, nbformat.NotebookNode | None, float]:
     """Run one notebook headless from its folder with the course's runner; returns (name, executed notebook, seconds).
 
     :func:`fp8lab.course.execute.execute_chapter` is the runner the notebook tests use: it avoids
     nbclient's widget stall and runs each kernel single-threaded (two kernels share two cores here).
+    With ``cache`` it goes through :func:`fp8lab.course.execute.execute_cached` (the seconds are
+    those of the one execution); there, ``wait=False`` gives (name, None, 0.0) for a chapter another
+    process is executing right now.
     """
-    from fp8lab.course.execute import execute_chapter
+    from fp8lab.course.execute import execute_cached, execute_chapter
 
-    run = execute_chapter(path, cell_timeout=cell_timeout)
+    if cache is None:
+        run = execute_chapter(path, cell_timeout=cell_timeout)
+    else:
+        run = execute_cached(path, cache, cell_timeout=cell_timeout, wait=wait)
+        if run is None:
+            return path.name, None, 0.0
     return path.name, run.notebook, run.wall_seconds
 
 
@@ -201,10 +213,12 @@ def index_page(chs: list[Chapter], glossary_md: str, times: dict[str, float]) ->
 
 
 def build(out: Path, jobs: int = 2, executed: Path | None = None, folder: Path = NOTEBOOKS,
-          keep_executed: Path | None = None) -> dict[str, float]:
+          keep_executed: Path | None = None, cache: Path | None = None, cell_timeout: int = 300) -> dict[str, float]:
     """Build the book into ``out`` (replaced); returns the seconds each chapter took to execute (0 if reused).
 
-    ``keep_executed`` is a folder to write the executed notebooks to (for reuse with ``executed``).
+    ``keep_executed`` is a folder to write the executed notebooks to (for reuse with ``executed``);
+    ``cache`` a folder of :func:`fp8lab.course.execute.execute_cached` to execute through (seconds:
+    those of the one execution, also when it was another process's); ``cell_timeout`` bounds each cell.
     """
     chs = chapters(folder)
     if not chs:
@@ -219,9 +233,13 @@ def build(out: Path, jobs: int = 2, executed: Path | None = None, folder: Path =
             times[c.path.name] = 0.0
         else:
             todo.append(c.path)
-    if todo:
+    # with a cache, a first pass skips the chapters another process is executing; the second waits for them
+    for wait in ((False, True) if cache is not None else (True,)):
+        if not todo:
+            break
         with cf.ProcessPoolExecutor(max_workers=max(1, min(jobs, len(todo)))) as pool:
-            futures = {pool.submit(execute, p): p for p in todo}
+            futures = {pool.submit(execute, p, cell_timeout, cache, wait): p for p in todo}
+            todo = []
             for f in cf.as_completed(futures):
                 try:
                     name, nb, seconds = f.result()
@@ -229,8 +247,12 @@ def build(out: Path, jobs: int = 2, executed: Path | None = None, folder: Path =
                     for other in futures:
                         other.cancel()
                     raise SystemExit(f"book: {futures[f].name} failed to execute:\n{e}") from None
+                if nb is None:
+                    todo.append(futures[f])
+                    continue
                 done[name], times[name] = nb, seconds
                 print(f"  executed {name} in {seconds:.1f} s", flush=True)
+        todo.sort()
     if keep_executed is not None:
         keep_executed.mkdir(parents=True, exist_ok=True)
         for name, nb in done.items():
@@ -267,9 +289,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="notebooks executed at once")
     ap.add_argument("--executed", type=Path, default=None, help="reuse executed notebooks of the same names from here")
     ap.add_argument("--keep-executed", type=Path, default=None, help="also write the executed notebooks here")
+    ap.add_argument("--cache", type=Path, default=None,
+                    help="execute through this content-keyed cache folder (fp8lab.course.execute.execute_cached)")
+    ap.add_argument("--cell-timeout", type=int, default=300, help="seconds each cell may take")
     args = ap.parse_args(argv)
     t = time.perf_counter()
-    build(args.out.resolve(), jobs=args.jobs, executed=args.executed, keep_executed=args.keep_executed)
+    build(args.out.resolve(), jobs=args.jobs, executed=args.executed, keep_executed=args.keep_executed,
+          cache=args.cache, cell_timeout=args.cell_timeout)
     print(f"book: {args.out / 'index.html'} ({time.perf_counter() - t:.0f} s)")
     return 0
 

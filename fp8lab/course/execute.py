@@ -18,6 +18,13 @@ oversubscribe the cores; a parallel region then waits for a descheduled thread, 
 operations ran 10-50x slower in measurements here. ``threads=1`` (the tests' default) runs each
 kernel single-threaded.
 
+**Executed once, read by many.** :func:`execute_cached` runs a chapter through a cache folder that
+several processes share (the test workers, the book build): the first to ask executes it under a
+file lock and writes the notebook and its timings atomically; the others wait for it and read them.
+An entry is named by :func:`cache_key`: the notebook's bytes, :func:`source_digest` (every file of the
+library and of ``bench/``, whose scripts and recorded results chapters read) and the runner's
+settings, so nothing executed from an older source is ever read back.
+
 >>> from fp8lab.course.execute import figure_count
 >>> figure_count({"cells": [{"cell_type": "code", "outputs": [{"output_type": "display_data", "data": {"image/png": ""}}]}]})
 1
@@ -25,15 +32,18 @@ kernel single-threaded.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty
 from typing import Any, Mapping, Sequence
 
-__all__ = ["ExecutedChapter", "execute_chapter", "run_on_their_own", "figure_count", "NO_BF16_MATMUL",
-           "SHELL_POLL_SLICE_S"]
+__all__ = ["ExecutedChapter", "execute_chapter", "execute_cached", "cache_key", "source_digest", "run_on_their_own",
+           "figure_count", "NO_BF16_MATMUL", "SHELL_POLL_SLICE_S"]
 
 #: how long one poll of the shell channel waits before it looks again (bounds the cost of a lost wake-up)
 SHELL_POLL_SLICE_S = 0.2
@@ -199,6 +209,124 @@ def execute_chapter(path: "str | os.PathLike[str]", *, cell_timeout: int = 60, t
                 seconds[index] = time.monotonic() - started
             cpu = _cpu_seconds(_kernel_pid(client))
         return ExecutedChapter(path, nb, tuple(seconds), time.monotonic() - t0, cpu)
+
+
+#: the folders whose files a chapter's results depend on besides its own bytes (relative to the repository)
+SOURCE_FOLDERS = ("fp8lab", "bench")
+_SKIP_SUFFIXES = (".pyc", ".pyo", ".so", ".o")
+
+
+def source_digest(root: "str | os.PathLike[str] | None" = None) -> str:
+    """SHA-256 of every file under :data:`SOURCE_FOLDERS` of ``root`` (default: this checkout), path and bytes.
+
+    Compiled files (``__pycache__``, ``.so``) are left out: they follow from the sources.
+
+    >>> len(source_digest()) == 64 and source_digest() == source_digest()
+    True
+    """
+    root = Path(root) if root is not None else Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    for folder in SOURCE_FOLDERS:
+        base = root / folder
+        files = sorted(p for p in base.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                       and not p.name.endswith(_SKIP_SUFFIXES)) if base.is_dir() else []
+        for f in files:
+            digest.update(f.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(f.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def cache_key(path: "str | os.PathLike[str]", *, cell_timeout: int = 60, threads: int | None = 1,
+              cwd: "str | os.PathLike[str] | None" = None, startup: Sequence[str] = (NO_BF16_MATMUL,),
+              kernel_name: str = "python3", sources: str | None = None) -> str:
+    """The name of a chapter's cache entry: its bytes, the library's sources and every setting of the run.
+
+    >>> import tempfile, nbformat
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     p = Path(tmp) / "a.ipynb"
+    ...     nbformat.write(nbformat.v4.new_notebook(), p)
+    ...     k = cache_key(p, sources="s")
+    ...     same = k == cache_key(p, sources="s")
+    ...     other = {cache_key(p, sources="t"), cache_key(p, sources="s", cell_timeout=30)}
+    ...     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]), p)
+    ...     edited = k == cache_key(p, sources="s")
+    >>> same, k in other, edited
+    (True, False, False)
+    """
+    path = Path(path)
+    settings = json.dumps({"cell_timeout": int(cell_timeout), "threads": threads, "kernel_name": kernel_name,
+                           "cwd": str(Path(cwd).resolve() if cwd else path.resolve().parent),
+                           "startup": [hashlib.sha256(code.encode()).hexdigest() for code in startup]}, sort_keys=True)
+    digest = hashlib.sha256()
+    for part in (path.read_bytes(), (sources if sources is not None else source_digest()).encode(), settings.encode()):
+        digest.update(hashlib.sha256(part).digest())
+    return digest.hexdigest()
+
+
+def _write_atomically(dest: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, dest)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _read_entry(path: Path, notebook: Path, timings: Path) -> ExecutedChapter | None:
+    import nbformat
+
+    if not (notebook.is_file() and timings.is_file()):
+        return None
+    t = json.loads(timings.read_text(encoding="utf-8"))
+    return ExecutedChapter(path, nbformat.read(notebook, as_version=4), tuple(t["cell_seconds"]), t["wall_seconds"],
+                           t["cpu_seconds"])
+
+
+def execute_cached(path: "str | os.PathLike[str]", cache: "str | os.PathLike[str]", *, cell_timeout: int = 60,
+                   threads: int | None = 1, cwd: "str | os.PathLike[str] | None" = None,
+                   startup: Sequence[str] = (NO_BF16_MATMUL,), kernel_name: str = "python3",
+                   wait: bool = True) -> ExecutedChapter | None:
+    """:func:`execute_chapter` through the cache folder ``cache``, shared by any number of processes.
+
+    The entry is ``<stem>-<key>.ipynb`` with the timings in ``<stem>-<key>.json`` (:func:`cache_key`).
+    The first process to ask executes the chapter while it holds ``<stem>-<key>.lock`` and writes
+    both files atomically (the notebook first, the timings last); a process that asks meanwhile waits
+    for the lock and reads them, or with ``wait=False`` gets None at once. A chapter that raises
+    leaves no entry (the next process to ask runs it again and sees the error itself). The result's
+    ``path`` is ``path``, its timings those of the one execution.
+    """
+    from filelock import FileLock, Timeout
+
+    path, cache = Path(path), Path(cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    key = cache_key(path, cell_timeout=cell_timeout, threads=threads, cwd=cwd, startup=startup, kernel_name=kernel_name)
+    stem = f"{path.stem}-{key[:24]}"
+    notebook, timings = cache / f"{stem}.ipynb", cache / f"{stem}.json"
+    done = _read_entry(path, notebook, timings)
+    if done is not None:
+        return done
+    lock = FileLock(str(cache / f"{stem}.lock"))
+    try:
+        lock.acquire(timeout=-1 if wait else 0)
+    except Timeout:
+        return None
+    try:
+        done = _read_entry(path, notebook, timings)
+        if done is not None:
+            return done
+        import nbformat
+
+        run = execute_chapter(path, cell_timeout=cell_timeout, threads=threads, cwd=cwd, startup=startup,
+                              kernel_name=kernel_name)
+        _write_atomically(notebook, nbformat.writes(run.notebook))
+        _write_atomically(timings, json.dumps({"cell_seconds": list(run.cell_seconds), "wall_seconds": run.wall_seconds,
+                                               "cpu_seconds": run.cpu_seconds, "source": str(path.resolve()),
+                                               "key": key, "pid": os.getpid()}))
+        return run
+    finally:
+        lock.release()
 
 
 def run_on_their_own(path: "str | os.PathLike[str]", indices: Sequence[int], *, first: Sequence[int] | None = None,
