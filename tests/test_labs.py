@@ -1,19 +1,21 @@
 """Every lab, through the real nbgrader CLI and gradebook: in sync, validates, grades exactly.
 
 For each folder of ``solutions/`` (new labs are picked up automatically, driven by their
-``lab.toml``):
+``lab.toml``), in three tests marked ``kernel`` (nbgrader; the last two start grading kernels) that
+the two pytest workers can run at the same time:
 
 * ``exercises/<lab>`` is exactly what ``nbgrader generate_assignment`` makes of the source;
 * ``nbgrader validate`` passes on the source and fails every visible test of the blank exercise
   (its hidden-test cells are empty there);
 * ``nbgrader autograde`` of the standard submissions (``fp8lab.labs.submissions.standard``: the
   solution, the blank exercise, a partial solution, cheats on alternate tasks) gives exactly the
-  expected points per task, read from the gradebook;
+  expected points per task, read from the gradebook (this one autograde serves the next two checks too);
 * every cell of the graded solution (solutions, visible and hidden tests, restored from the gradebook)
   ran in the grading kernel without an error or a line on stderr (``nbgrader validate`` alone would
   not notice a missing import outside the tests);
 * failures say what was expected and what came back; cheats fail with the guard's message;
-* the hidden tests pass the solution whatever the grading seed.
+* the hidden tests pass the solution whatever the grading seed, and the lab follows the conventions
+  (both in this process, without a kernel: they run in ``make test-fast``).
 
 The instructor's commands (collect, autograde ``--jobs 2``, feedback, CSV export) are tested end to end
 in ``test_labs_cli.py``; the adversarial submissions (timeouts, memory, edited tests, tampering) for
@@ -32,8 +34,6 @@ from fp8lab.labs.catalog import list_labs, repo_root
 from fp8lab.labs.checks import check_lab
 from fp8lab.labs.course import run_nbgrader
 from fp8lab.labs.grading import autograde, cell_messages, collect, prepare_scratch
-
-pytestmark = pytest.mark.slow
 
 LABS = list_labs()
 ROOT = repo_root()
@@ -55,36 +55,43 @@ def test_lab_follows_the_conventions(lab):
     assert check_lab(lab) == []
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("lab", LABS, ids=[lab.name for lab in LABS])
-def test_lab_round_trip(lab, tmp_path, subtests):
-    times = {}
-    t = time.monotonic()
+def test_the_exercise_is_what_generate_assignment_makes_of_the_source(lab, tmp_path):
     course = prepare_scratch(lab, tmp_path / "course", timeout=TIMEOUT)
-    times["gradebook"] = time.monotonic() - t
+    made = (course.release / lab.name / f"{lab.name}.ipynb").read_bytes()
+    assert made == lab.exercise.read_bytes(), f"{lab.exercise} is out of date: run `make exercises`"
 
-    with subtests.test("exercise is what generate_assignment makes of the source"):
-        made = (course.release / lab.name / f"{lab.name}.ipynb").read_bytes()
-        assert made == lab.exercise.read_bytes(), f"{lab.exercise} is out of date: run `make exercises`"
 
-    with subtests.test("nbgrader validate: the source passes, the blank exercise fails every visible test"):
-        t = time.monotonic()
-        out = run_nbgrader(course, ["validate", str(lab.notebook), str(lab.exercise)], check=False).stdout
-        times["validate x2"] = time.monotonic() - t
-        source, blank = out.split(f"Validating '{lab.exercise}'")
-        assert "Success! Your notebook passes all the tests." in source, source[-2000:]
-        n = len(lab.tasks)  # the released hidden-test cells are empty; every visible test cell must fail
-        assert f"VALIDATION FAILED ON {n} CELL(S)!" in blank and blank.count("The following cell failed:") == n, blank[-2000:]
-        assert blank.count("NotImplementedError: ") >= n, blank[-2000:]
+@pytest.mark.kernel
+@pytest.mark.parametrize("lab", LABS, ids=[lab.name for lab in LABS])
+def test_nbgrader_validate_passes_the_source_and_fails_the_blank_exercise(lab, tmp_path):
+    course = prepare_scratch(lab, tmp_path / "course", timeout=TIMEOUT)
+    t = time.monotonic()
+    out = run_nbgrader(course, ["validate", str(lab.notebook), str(lab.exercise)], check=False).stdout
+    source, blank = out.split(f"Validating '{lab.exercise}'")
+    assert "Success! Your notebook passes all the tests." in source, source[-2000:]
+    n = len(lab.tasks)  # the released hidden-test cells are empty; every visible test cell must fail
+    assert f"VALIDATION FAILED ON {n} CELL(S)!" in blank and blank.count("The following cell failed:") == n, blank[-2000:]
+    assert blank.count("NotImplementedError: ") >= n, blank[-2000:]
+    print(f"\n{lab.name}: validate x2 {time.monotonic() - t:.1f} s")
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("lab", LABS, ids=[lab.name for lab in LABS])
+def test_standard_submissions_get_exactly_their_points(lab, tmp_path, subtests):
+    """One ``nbgrader autograde`` of the standard submissions serves every check of the graded class."""
+    course = prepare_scratch(lab, tmp_path / "course", timeout=TIMEOUT)
+    subs = submissions.standard(lab)
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for s in subs:
+        nbformat.write(s.notebook, str(folder / f"{s.name}.ipynb"))
+    collect(lab.name, folder, course=course)
+    report = autograde(lab.name, jobs=1, seed=20261201, course=course)
+    print(f"\n{lab.name}: autograde x{len(subs)} {report.seconds:.1f} s")
 
     with subtests.test("autograde gives each standard submission exactly its points"):
-        subs = submissions.standard(lab)
-        folder = tmp_path / "class"
-        folder.mkdir()
-        for s in subs:
-            nbformat.write(s.notebook, str(folder / f"{s.name}.ipynb"))
-        collect(lab.name, folder, course=course)
-        report = autograde(lab.name, jobs=1, seed=20261201, course=course)
-        times[f"autograde x{len(subs)}"] = report.seconds
         assert report.failed == {}
         for s in subs:
             assert report.scores[s.name] == s.expected, f"{s.name} ({s.why})"
@@ -102,8 +109,6 @@ def test_lab_round_trip(lab, tmp_path, subtests):
         for t in lab.tasks[0::2]:
             got = cheats[f"hidden_{t.id}"]
             assert got and ("shortcut" in got[0] or "may not use" in got[0] or "ShortcutError" in got[0]), got
-
-    print(f"\n{lab.name}: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))
 
 
 @pytest.mark.parametrize("lab", LABS, ids=[lab.name for lab in LABS])
