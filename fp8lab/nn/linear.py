@@ -168,7 +168,8 @@ def _fingerprint(x: torch.Tensor) -> tuple:
 
 def _in_backward() -> bool:
     """Whether autograd is running a backward pass now (where activation checkpointing recomputes forwards)."""
-    return torch._C._current_graph_task_id() != -1
+    task = getattr(torch._C, "_current_graph_task_id", None)  # private, in torch since 1.13
+    return task is not None and task() != -1
 
 
 @contextlib.contextmanager
