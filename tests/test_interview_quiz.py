@@ -177,8 +177,11 @@ def test_ctrl_c_during_the_quiz_is_one_line_and_exit_130() -> None:
     import signal
 
     env = {**os.environ, "PYTHONIOENCODING": "utf-8", "FP8LAB_DEBUG": ""}
+    # a test runner started in the background (nohup, &) ignores SIGINT, and a child inherits that: give the
+    # quiz the default disposition a terminal's Ctrl+C meets, so that Python installs its handler
     p = subprocess.Popen([sys.executable, "-m", "fp8lab.cli", "quiz", "--id", "fp8-e4m3fn-max"], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert p.stdout.readline().strip() == b""  # the blank line before the header
         assert p.stdout.readline().startswith(b"[1/1]")
