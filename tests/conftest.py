@@ -144,3 +144,33 @@ def course_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = base / "executed-course"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+# --- where the time goes: seconds by cost marker, printed at the end of every run ---------------------------
+#
+# The summary sums each test's setup, call and teardown durations as the workers report them (so with -n 2 the
+# totals are worker-seconds, about twice the wall time of a part that keeps both workers busy). It is what the
+# README's suite times and a closing note quote, and it tells a contributor which marker to deselect.
+COST_MARKERS = ("kernel", "browser", "exhaustive", "slow")
+_seconds_by_marker: dict[str, float] = {}
+
+
+def cost_class(keywords: "dict[str, object] | set[str]") -> str:
+    """The cost class a test's report falls in: its first cost marker, else "fast" (what `make test-fast` runs).
+
+    >>> cost_class({"kernel": 1, "test_x": 1}), cost_class({"test_y": 1})
+    ('kernel', 'fast')
+    """
+    return next((m for m in COST_MARKERS if m in keywords), "fast")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    cls = cost_class(report.keywords)
+    _seconds_by_marker[cls] = _seconds_by_marker.get(cls, 0.0) + float(report.duration)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER") or not _seconds_by_marker:
+        return
+    parts = ", ".join(f"{m} {s:.0f} s" for m, s in sorted(_seconds_by_marker.items(), key=lambda kv: -kv[1]))
+    terminalreporter.write_line(f"worker-seconds by cost marker: {parts} (total {sum(_seconds_by_marker.values()):.0f} s)")
