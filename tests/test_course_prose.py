@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import numpy as np
 import pytest
 
 from fp8lab.course.prose import NumberPool, numbers_in_prose, numbers_in_text, unbacked_numbers
@@ -103,3 +104,72 @@ def test_an_explicit_cited_list_overrides_the_metadata() -> None:
     nb = {"metadata": {}, "cells": [cell("markdown", "# 01\n\n"), cell("code", "", ""), cell("markdown", "in 2025")]}
     assert [f.text for f in unbacked_numbers(nb)] == ["2025"]
     assert unbacked_numbers(nb, {"2025": "torchao release notes"}) == []
+
+
+# --- claims: a comparison sentence marked in the prose, asserted by the code ---------------------------
+
+from fp8lab.course.claims import chapter_claims, claim, claim_markers, claim_mismatches, claims_in_code  # noqa: E402
+
+
+@pytest.mark.parametrize("condition", [True, 1, np.bool_(True),
+                                       np.array([True])])
+def test_a_true_claim_is_silent(condition, capsys) -> None:
+    assert claim("04-first-step-fits", condition, "the first step fits under 448") is None
+    assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize("condition", [False, 0, np.bool_(False), np.float32(0.3) > 0.4])
+def test_a_false_claim_raises_naming_its_id_and_statement(condition) -> None:
+    with pytest.raises(AssertionError, match=r"claim 01-fp32-sum-equal does not hold: 0\.1 \+ 0\.2 equals 0\.3"):
+        claim("01-fp32-sum-equal", condition, "0.1 + 0.2 equals 0.3 in FP32")
+
+
+@pytest.mark.parametrize("bad_id", ["fp32-sum", "1-x", "01", "01-Upper", "01 x", "01-a b", "", None, 12])
+def test_a_malformed_claim_id_is_refused_everywhere(bad_id) -> None:
+    with pytest.raises(ValueError, match="claim ID"):
+        claim(bad_id, True, "s")
+    if isinstance(bad_id, str) and " " not in bad_id:
+        with pytest.raises(ValueError, match="claim ID"):
+            claim_markers(f"text <!-- claim:{bad_id} -->") if bad_id else claim_markers("<!-- claim:-x -->")
+
+
+def test_an_ambiguous_condition_or_an_empty_statement_is_refused() -> None:
+    with pytest.raises(TypeError, match="one truth value"):
+        claim("05-x", np.array([True, True]), "s")
+    with pytest.raises(ValueError, match="statement"):
+        claim("05-x", True, "  ")
+
+
+def test_markers_are_read_in_order_and_only_in_their_exact_form() -> None:
+    md = ("Equal in FP32. <!-- claim:01-a --> Differs in float64.<!-- claim:01-b -->\n"
+          "<!--claim:01-c--> <!-- claim: 01-d --> `claim:01-e`")
+    assert claim_markers(md) == ["01-a", "01-b"]
+
+
+@pytest.mark.parametrize("source, ids", [
+    ('claim("03-a", x, "s")', ["03-a"]),
+    ("%matplotlib inline\nfrom fp8lab.course import claims\nclaims.claim('03-b', y, 's')", ["03-b"]),
+    ("for k in range(3):\n    claim(\"03-c\", k < 3, 's')\nclaim('03-d', 1, 's')", ["03-c", "03-d"]),
+    ("!ls\nprint('claim(\"03-e\", 1, 1)')", []),     # a string, not a call
+    ("reclaim('03-f', 1, 's')", []),                 # another function
+])
+def test_claims_are_found_in_code_by_their_calls(source, ids) -> None:
+    assert sorted(claims_in_code(source)) == ids
+
+
+def test_a_claim_whose_id_is_not_a_literal_cannot_be_matched() -> None:
+    with pytest.raises(ValueError, match="string literal"):
+        claims_in_code("name = '03-a'\nclaim(name, True, 's')")
+
+
+def test_a_chapter_is_consistent_when_marked_and_asserted_sets_are_equal() -> None:
+    nb = {"cells": [cell("markdown", "A. <!-- claim:02-a --> B. <!-- claim:02-b -->"),
+                    cell("code", "claim('02-a', 1, 'a')"), cell("markdown", "B again. <!-- claim:02-b -->"),
+                    cell("code", "claim('02-b', 1, 'b'); claim('02-b', 1, 'b, twice')")]}
+    assert chapter_claims(nb) == ({"02-a": [0], "02-b": [0, 2]}, {"02-a": [1], "02-b": [3, 3]})
+    assert claim_mismatches(nb) == []
+    nb["cells"][1]["source"] = "pass"                       # the sentence loses its backing
+    nb["cells"].append(cell("code", "claim('02-c', 1, 'c')"))  # an assertion no sentence refers to
+    assert claim_mismatches(nb) == [
+        "claim 02-a is marked in the prose (cells [0]) but no code cell asserts it",
+        "claim 02-c is asserted in code (cells [4]) but no sentence of the prose marks it"]
