@@ -22,22 +22,14 @@ from ..formats import Format, IntFormat
 from ..registry import get_format
 from ..validation import check_bool
 from .backend import NUMPY, TORCH, is_torch, torch
-from .core import ROUNDINGS
-from .impl import code_values
-from .paths import Request, _forced, select
+from .paths import Request, dispatch, rounding_name as _rounding
+from .tables import code_values
 
 __all__ = ["encode", "decode", "quantize", "decode_table", "dispatch", "decode_tensor"]
 
 
 # ----------------------------------------------------------------------------------------------
 # input checking
-def _rounding(rounding: str) -> str:
-    try:
-        return ROUNDINGS[rounding.lower()]
-    except (KeyError, AttributeError):
-        raise ValueError(f"unknown rounding {rounding!r}; use one of {sorted(set(ROUNDINGS.values()))}") from None
-
-
 def _numpy_values(x: Any, fmt: Format) -> np.ndarray:
     """A C-contiguous float array of ``x``: float32, or float64 kept for integer formats (no double rounding)."""
     arr = np.asarray(x)
@@ -109,24 +101,7 @@ def _zero_d(out: np.ndarray, given: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------------------------
-# dispatch
-def dispatch(data, req: Request, gen=None, out=None):
-    """Run ``req`` on flat ``data`` (values, or codes for decode) through the path :func:`select` picks.
-
-    >>> dispatch(np.array([1.0], np.float32), Request("encode", get_format("e4m3"), "numpy")).tolist()
-    [56]
-    """
-    path = select(req)
-    fn = path.impl[req.op]
-    if path.name in ("via_numpy", "compose") and _forced.get() == frozenset({path.name}):
-        token = _forced.set(None)  # forcing a hand-over leaves the paths it hands to their own choice
-        try:
-            return fn(data, req, out) if req.op == "decode" else fn(data, req, gen)
-        finally:
-            _forced.reset(token)
-    return fn(data, req, out) if req.op == "decode" else fn(data, req, gen)
-
-
+# requests (``dispatch`` lives in paths.py, beside the table it reads; it is re-exported here)
 def _torch_request(op: str, t, fmt: Format, rounding: str = "nearest", saturate: bool = False) -> Request:
     return _cached_request(op, fmt, rounding, saturate, "cpu" if t.is_cpu else t.device.type, t.dtype)
 

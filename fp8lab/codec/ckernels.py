@@ -39,6 +39,7 @@ import numpy as np
 from ..formats import FloatFormat, Format
 from . import kcache
 from .backend import torch
+from .tables import code_values
 
 __all__ = ["available", "reason", "library", "encode_params", "scaled_encode", "block_amax", "table_decode",
            "flush_count", "transposed", "band_encode", "BAND_RULES"]
@@ -234,8 +235,6 @@ def block_amax(x: Any, block: tuple[int, int]) -> tuple[np.ndarray, bool]:
 
 @functools.lru_cache(maxsize=64)
 def _table(fmt: Format) -> Any:
-    from .impl import code_values
-
     table = np.full(256, np.nan, dtype=np.float32)  # 256 entries whatever the width: no code reads outside it
     values = code_values(fmt)
     table[: len(values)] = values
@@ -263,8 +262,6 @@ def table_decode(codes: Any, fmt: Format, out: Any = None) -> Any:
 
 @functools.lru_cache(maxsize=64)
 def _zero_table(fmt: Format) -> Any:
-    from .impl import code_values
-
     table = np.zeros(256, dtype=np.uint8)
     values = code_values(fmt)
     table[: len(values)] = values == 0

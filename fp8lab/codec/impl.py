@@ -4,6 +4,8 @@ Encode and quantize take a contiguous 1-D float array (float32; integer formats 
 input as it is) and return flat codes or values; decode takes flat integer codes and returns flat
 float32 values. Arrays give arrays and tensors give tensors on their device. The bit-level paths
 work in cache-sized chunks so that the temporaries of the bit arithmetic stay in the CPU cache.
+The paths that hand work on to ``dispatch`` again (``via_numpy``, ``compose``) live beside it in
+:mod:`fp8lab.codec.paths`: this module imports nothing above it.
 
 >>> import numpy as np
 >>> from fp8lab.registry import get_format
@@ -14,7 +16,6 @@ work in cache-sized chunks so that the temporaries of the bit arithmetic stay in
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -22,10 +23,12 @@ import numpy as np
 from ..formats import IntFormat
 from . import native
 from .backend import NUMPY, TORCH, torch
+from .ckernels import table_decode as _ckernel_table_decode
 from .core import decode_codes, encode_bits, int_decode, int_encode
 from .lut import encode_table, lut_index, split_bit, value_table
 from .shift import shift_decode
 from .half import decode_half_torch
+from .tables import code_values
 from .wide import decode_wide, round_bits, round_bits_torch
 
 CHUNK = 1 << 16  # elements per chunk: ~10 int32 temporaries of 256 KiB stay in L2
@@ -33,20 +36,6 @@ CHUNK = 1 << 16  # elements per chunk: ~10 int32 temporaries of 256 KiB stay in 
 
 # ----------------------------------------------------------------------------------------------
 # tables, shared by numpy and torch
-@lru_cache(maxsize=None)
-def code_values(fmt) -> np.ndarray:
-    """Float32 value of every code of a format up to 16 bits, by the format's arithmetic (read-only).
-
-    >>> from fp8lab.registry import get_format
-    >>> code_values(get_format("fp4"))[:4].tolist()
-    [0.0, 0.5, 1.0, 1.5]
-    """
-    codes = np.arange(2**fmt.bits, dtype=np.int64)
-    t = (int_decode(codes, fmt) if isinstance(fmt, IntFormat) else decode_codes(codes, fmt)).astype(np.float32)
-    t.flags.writeable = False
-    return t
-
-
 _device_tables: dict[tuple, Any] = {}
 
 
@@ -279,9 +268,7 @@ def ckernel_decode(codes, req, out=None):
     >>> if ckernels.available():
     ...     assert ckernel_decode(torch.tensor([56], dtype=torch.uint8), Request("decode", get_format("e4m3"), "torch")).tolist() == [1.0]
     """
-    from .ckernels import table_decode
-
-    return table_decode(codes, req.fmt, out=out)
+    return _ckernel_table_decode(codes, req.fmt, out=out)
 
 
 def shift_path_decode(codes, req, out=None):
@@ -338,74 +325,3 @@ def cast_quantize(flat, req, gen):
     [nan]
     """
     return native.quantize(flat, req.fmt, req.saturate)
-
-
-# ----------------------------------------------------------------------------------------------
-# paths that hand the work on: a CPU tensor to the numpy paths, quantize to encode and decode
-def _numpy_request(req, code_dtype: str = "float32"):
-    from .paths import Request
-
-    return Request(req.op, req.fmt, "numpy", req.rounding, req.saturate, "cpu", code_dtype)
-
-
-def via_numpy_encode(flat, req, gen):
-    """Encode a CPU tensor by the numpy paths, sharing its memory.
-
-    >>> import torch
-    >>> from fp8lab.registry import get_format
-    >>> from fp8lab.codec.paths import Request
-    >>> via_numpy_encode(torch.tensor([6.0]), Request("encode", get_format("fp4"), "torch"), None).tolist()
-    [7]
-    """
-    from .api import dispatch
-
-    return torch.from_numpy(np.asarray(dispatch(flat.numpy(), _numpy_request(req))))
-
-
-def via_numpy_decode(codes, req, out=None):
-    """Decode the codes of a CPU tensor by the numpy paths.
-
-    >>> import torch
-    >>> from fp8lab.registry import get_format
-    >>> from fp8lab.codec.paths import Request
-    >>> via_numpy_decode(torch.tensor([7], dtype=torch.uint8), Request("decode", get_format("fp4"), "torch", code_dtype="uint8")).tolist()
-    [6.0]
-    """
-    from .api import dispatch
-
-    c = codes.numpy()
-    o = out.view(torch.float32).numpy() if out is not None else None  # an int32 workspace, filled in place
-    res = np.asarray(dispatch(c, _numpy_request(req, c.dtype.name), out=o))
-    return out.view(torch.float32) if (o is not None and res is o) else torch.from_numpy(res)
-
-
-def via_numpy_quantize(flat, req, gen):
-    """Quantize a CPU tensor by the numpy paths.
-
-    >>> import torch
-    >>> from fp8lab.registry import get_format
-    >>> from fp8lab.codec.paths import Request
-    >>> via_numpy_quantize(torch.tensor([0.3]), Request("quantize", get_format("e4m3"), "torch"), None).tolist()
-    [0.3125]
-    """
-    from .api import dispatch
-
-    return torch.from_numpy(np.asarray(dispatch(flat.numpy(), _numpy_request(req)), dtype=np.float32))
-
-
-def compose_quantize(flat, req, gen):
-    """``decode(encode(x))``, each through the path the selector picks for it.
-
-    >>> import numpy as np
-    >>> from fp8lab.registry import get_format
-    >>> from fp8lab.codec.paths import Request
-    >>> compose_quantize(np.array([0.3], np.float32), Request("quantize", get_format("e3m4"), "numpy", rounding="stochastic"), np.random.default_rng(0)).tolist()[0] in (0.296875, 0.3125)
-    True
-    """
-    from dataclasses import replace
-
-    from .api import dispatch
-
-    codes = dispatch(flat, replace(req, op="encode"), gen)
-    dtype = codes.dtype.name if req.backend == "numpy" else str(codes.dtype).removeprefix("torch.")
-    return dispatch(codes, replace(req, op="decode", code_dtype=dtype))

@@ -21,6 +21,7 @@ import numpy as np
 from ..formats import FloatFormat
 from .backend import NUMPY
 from .core import encode_bits
+from .tables import code_values
 
 __all__ = ["lut_ok", "split_bit", "encode_table", "value_table", "lut_index"]
 
@@ -83,8 +84,6 @@ def value_table(fmt: FloatFormat, rounding: str, saturate: bool) -> np.ndarray:
     >>> float(value_table(get_format("e4m3"), "nearest", False)[0x3F80 * 2])
     1.0
     """
-    from .impl import code_values
-
     table = code_values(fmt).take(encode_table(fmt, rounding, saturate))
     table.flags.writeable = False
     return table

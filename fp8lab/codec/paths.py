@@ -28,13 +28,16 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
+
+import numpy as np
 
 from ..formats import FloatFormat, Format, IntFormat
 from ..registry import get_format
-from . import impl
-from .backend import is_torch
+from . import ckernels, impl
+from .backend import is_torch, torch
+from .core import ROUNDINGS
 from .lut import lut_ok
 from .native import cast_for
 from .shift import shift_decodable
@@ -42,7 +45,7 @@ from .half import half_ok
 from .wide import wide_ok
 
 __all__ = ["Request", "CodecPath", "PATHS", "select", "path_policy", "which_path", "path_table", "force_path", "disable_paths",
-           "path_names"]
+           "path_names", "dispatch", "rounding_name"]
 
 OPS = ("encode", "decode", "quantize")
 
@@ -124,8 +127,6 @@ def _ckernel(r: Request) -> str | None:
         return "runs on the CPU"
     if r.code_dtype != "uint8" or r.fmt.bits > 8:
         return "takes uint8 codes of formats of at most 8 bits"
-    from . import ckernels
-
     if not ckernels.available():
         return f"the C kernels are not available here: {ckernels.reason()}"
     return None
@@ -182,6 +183,62 @@ def _compose(r: Request) -> str | None:
     return None
 
 
+# ----------------------------------------------------------------------------------------------
+# paths that hand the work on: a CPU tensor to the numpy paths, quantize to encode and decode.
+# They call dispatch again, so they live here beside it (impl.py never imports upward).
+def _numpy_request(req, code_dtype: str = "float32"):
+    return Request(req.op, req.fmt, "numpy", req.rounding, req.saturate, "cpu", code_dtype)
+
+
+def via_numpy_encode(flat, req, gen):
+    """Encode a CPU tensor by the numpy paths, sharing its memory.
+
+    >>> import torch
+    >>> from fp8lab.registry import get_format
+    >>> via_numpy_encode(torch.tensor([6.0]), Request("encode", get_format("fp4"), "torch"), None).tolist()
+    [7]
+    """
+    return torch.from_numpy(np.asarray(dispatch(flat.numpy(), _numpy_request(req))))
+
+
+def via_numpy_decode(codes, req, out=None):
+    """Decode the codes of a CPU tensor by the numpy paths.
+
+    >>> import torch
+    >>> from fp8lab.registry import get_format
+    >>> via_numpy_decode(torch.tensor([7], dtype=torch.uint8), Request("decode", get_format("fp4"), "torch", code_dtype="uint8")).tolist()
+    [6.0]
+    """
+    c = codes.numpy()
+    o = out.view(torch.float32).numpy() if out is not None else None  # an int32 workspace, filled in place
+    res = np.asarray(dispatch(c, _numpy_request(req, c.dtype.name), out=o))
+    return out.view(torch.float32) if (o is not None and res is o) else torch.from_numpy(res)
+
+
+def via_numpy_quantize(flat, req, gen):
+    """Quantize a CPU tensor by the numpy paths.
+
+    >>> import torch
+    >>> from fp8lab.registry import get_format
+    >>> via_numpy_quantize(torch.tensor([0.3]), Request("quantize", get_format("e4m3"), "torch"), None).tolist()
+    [0.3125]
+    """
+    return torch.from_numpy(np.asarray(dispatch(flat.numpy(), _numpy_request(req)), dtype=np.float32))
+
+
+def compose_quantize(flat, req, gen):
+    """``decode(encode(x))``, each through the path the selector picks for it.
+
+    >>> import numpy as np
+    >>> from fp8lab.registry import get_format
+    >>> compose_quantize(np.array([0.3], np.float32), Request("quantize", get_format("e3m4"), "numpy", rounding="stochastic"), np.random.default_rng(0)).tolist()[0] in (0.296875, 0.3125)
+    True
+    """
+    codes = dispatch(flat, replace(req, op="encode"), gen)
+    dtype = codes.dtype.name if req.backend == "numpy" else str(codes.dtype).removeprefix("torch.")
+    return dispatch(codes, replace(req, op="decode", code_dtype=dtype))
+
+
 def _path(name: str, backends: str, description: str, why_not, **impl) -> CodecPath:
     return CodecPath(name, frozenset(impl), frozenset(backends.split()), description, why_not, impl)
 
@@ -197,7 +254,7 @@ PATHS: tuple[CodecPath, ...] = (
     _path("half", "torch", "codes whose fields fit an IEEE half's: shifted into float16, converted by torch, rebiased (codec/half.py)",
           _half, decode=impl.half_path_decode),
     _path("via_numpy", "torch", "a CPU tensor shares memory with numpy: the numpy path serves it", _via_numpy,
-          encode=impl.via_numpy_encode, decode=impl.via_numpy_decode, quantize=impl.via_numpy_quantize),
+          encode=via_numpy_encode, decode=via_numpy_decode, quantize=via_numpy_quantize),
     _path("shift", "torch", "three integer ops and a multiply per 8-bit code (codec/shift.py)", _shift,
           decode=impl.shift_path_decode),
     _path("inplace", "numpy torch", "formats with float32's exponent: round the float32 bit pattern in place (codec/wide.py)",
@@ -209,7 +266,7 @@ PATHS: tuple[CodecPath, ...] = (
     _path("bitlevel", "numpy torch", "the bit-level algorithm: rounding bias, shift, carry into the exponent (codec/core.py)",
           _bitlevel, encode=impl.bitlevel_encode, decode=impl.bitlevel_decode),
     _path("compose", "numpy torch", "decode(encode(x)) through the paths chosen for each", _compose,
-          quantize=impl.compose_quantize),
+          quantize=compose_quantize),
 )
 
 _BY_NAME = {p.name: p for p in PATHS}
@@ -313,23 +370,48 @@ def _select(req: Request, forced: "frozenset | None", disabled: frozenset) -> Co
     raise LookupError(f"no codec path serves {req}")  # pragma: no cover - bitlevel/integer/compose always apply
 
 
+def rounding_name(rounding: str) -> str:
+    """The canonical name of a rounding mode (any spelling :data:`~fp8lab.codec.core.ROUNDINGS` knows), else a ``ValueError``.
+
+    >>> rounding_name("RNE"), rounding_name("Toward_Zero")
+    ('nearest', 'toward_zero')
+    """
+    try:
+        return ROUNDINGS[rounding.lower()]
+    except (KeyError, AttributeError):
+        raise ValueError(f"unknown rounding {rounding!r}; use one of {sorted(set(ROUNDINGS.values()))}") from None
+
+
+def dispatch(data, req: Request, gen=None, out=None):
+    """Run ``req`` on flat ``data`` (values, or codes for decode) through the path :func:`select` picks.
+
+    >>> dispatch(np.array([1.0], np.float32), Request("encode", get_format("e4m3"), "numpy")).tolist()
+    [56]
+    """
+    path = select(req)
+    fn = path.impl[req.op]
+    if path.name in ("via_numpy", "compose") and _forced.get() == frozenset({path.name}):
+        token = _forced.set(None)  # forcing a hand-over leaves the paths it hands to their own choice
+        try:
+            return fn(data, req, out) if req.op == "decode" else fn(data, req, gen)
+        finally:
+            _forced.reset(token)
+    return fn(data, req, out) if req.op == "decode" else fn(data, req, gen)
+
+
 def request_for(op: str, x: Any, fmt: "str | Format", *, rounding: str = "nearest", saturate: bool = False) -> Request:
     """The :class:`Request` a call ``op(x, fmt, ...)`` makes (``x`` is values, or codes for ``decode``).
 
     >>> request_for("decode", __import__("numpy").zeros(2, "uint8"), "fp4").code_dtype
     'uint8'
     """
-    from .api import _rounding
-
     if op not in OPS:
         raise ValueError(f"op is one of {OPS}, got {op!r}")
     fmt = get_format(fmt)
-    rounding = _rounding(rounding)
+    rounding = rounding_name(rounding)
     if is_torch(x):
         dtype = str(x.dtype).removeprefix("torch.")
         return Request(op, fmt, "torch", rounding, bool(saturate), x.device.type, dtype)
-    import numpy as np
-
     return Request(op, fmt, "numpy", rounding, bool(saturate), "cpu", np.asarray(x).dtype.name)
 
 
@@ -343,8 +425,6 @@ def which_path(op: str, x: Any, fmt: "str | Format", *, rounding: str = "nearest
     req = request_for(op, x, fmt, rounding=rounding, saturate=saturate)
     name = select(req).name
     if name == "via_numpy":
-        import numpy as np
-
         inner = Request(op, req.fmt, "numpy", req.rounding, req.saturate, "cpu",
                         np.dtype(req.code_dtype).name if op == "decode" else "float32")
         return f"via_numpy -> {select(inner).name}"
