@@ -1,9 +1,13 @@
 """The course in a real browser: JupyterLab started by `make lab`, headless Chromium driven by selenium.
 
-`make lab` makes the learner's working copy in a temporary folder (``--root``, ``--copy``) and prints
-the URL to open; the test opens it (the welcome chapter), follows the welcome chapter's link to chapter
-03, runs it with Run > Run All Cells, finds no error output, and checks that the widgets render as
-widgets (not "Loading widget..." and not their text repr) and answer a click and a slider.
+`make lab` runs as a learner runs it: from a shell whose PATH does not hold the venv's ``bin/`` (every
+PATH entry with an ``alembic`` or ``jupyter`` executable is removed), with the repository as the
+server's root, a working copy in a scratch folder under the git-ignored ``build/`` (``--copy``) and a
+fresh gradebook and exchange (``FP8LAB_GRADING_DIR``). It prints the URL to open; the test opens the
+Formgrader and the Assignments panel from the Nbgrader menu on this first use and sees every lab listed,
+opens the welcome chapter, follows its link to chapter 03, runs it with Run > Run All Cells, finds no
+error output, and checks that the widgets render as widgets (not "Loading widget..." and not their text
+repr) and answer a click and a slider. One server and one browser serve every test of the module.
 
 Needs the Debian packages ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them) and
 selenium (pinned in requirements.txt); without a browser it skips and says so. Chromium runs as root
@@ -18,9 +22,11 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
@@ -32,6 +38,21 @@ WELCOME, CHAPTER = "00_welcome.ipynb", "03_fp8.ipynb"
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 DRIVER = shutil.which("chromedriver")
 RUN_ALL_BUDGET_S = 240  # the chapter runs in well under a minute; this catches a hang
+
+
+def user_path(path: str) -> str:
+    """``path`` without the folders a learner's shell lacks before activating the venv: this interpreter's
+    ``bin/`` and any folder holding ``alembic`` or ``jupyter`` (nbgrader runs ``alembic`` by name)."""
+    keep = []
+    for entry in path.split(os.pathsep):
+        if not entry or Path(entry) == Path(sys.executable).parent:
+            continue
+        if any((Path(entry) / tool).exists() for tool in ("alembic", "jupyter")):
+            continue
+        keep.append(entry)
+    return os.pathsep.join(keep)
+
+
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
                 "--disable-dev-shm-usage", "--disable-extensions", "--window-size=1400,1000"]
@@ -51,12 +72,18 @@ def lab(tmp_path_factory):
     if shutil.which("make") is None:
         pytest.skip("make is not installed: the browser test starts JupyterLab with `make lab`")
     tmp = tmp_path_factory.mktemp("lab")
-    copy = tmp / "my_course"
+    # the server's root is the repository, as for a learner (nbgrader's Formgrader refuses a course folder
+    # outside it); the working copy and fetched labs go to a scratch folder under the git-ignored build/
+    scratch = ROOT / "build" / f"browser-test-{uuid.uuid4().hex[:8]}"
+    copy = scratch / "my_course"
     token = "fp8lab-browser-test"
-    args = (f"--root {tmp} --source {ROOT / 'notebooks'} --copy {copy} --no-browser --ip=127.0.0.1 "
-            f"--IdentityProvider.token={token}")
+    args = f"--copy {copy} --no-browser --ip=127.0.0.1 --IdentityProvider.token={token}"
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), JUPYTER_CONFIG_DIR=str(tmp / "config"),
-               JUPYTER_DATA_DIR=str(tmp / "data"), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+               JUPYTER_DATA_DIR=str(tmp / "data"), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               FP8LAB_GRADING_DIR=str(tmp / "grading"), FP8LAB_MY_LABS_DIR=str(scratch / "my_labs"))
+    env["PATH"] = user_path(env.get("PATH", "") or "/usr/bin:/bin")
+    for name in ("VIRTUAL_ENV", "JUPYTER_PATH", "JUPYTER_CONFIG_PATH", "PYTHONPATH"):
+        env.pop(name, None)
     out_path = tmp / "make-lab.out"
     out = open(out_path, "w")
     proc = subprocess.Popen(["make", "--no-print-directory", "-C", str(ROOT), "lab", f"ARGS={args}"], stdout=out,
@@ -77,7 +104,7 @@ def lab(tmp_path_factory):
         assert parts.path.endswith(f"/{WELCOME}") and f"token={token}" in parts.query, url
         base = f"{parts.scheme}://{parts.netloc}"
         urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=10)
-        yield base, token, copy, url
+        yield base, token, copy, url, text
     finally:
         try:
             os.killpg(proc.pid, signal.SIGTERM)  # make lab stops JupyterLab and its kernels on SIGTERM
@@ -89,6 +116,7 @@ def lab(tmp_path_factory):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         out.close()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +218,7 @@ def code_prompts(driver) -> list[str]:
 def test_the_welcome_chapter_opens_and_links_to_chapter_03(lab, browser):
     from selenium.webdriver.common.by import By
 
-    base, token, copy, url = lab
+    base, token, copy, url, _ = lab
     open_notebook(browser, url, WELCOME)
     heading = wait_for(browser, lambda d: dom_texts(d, ".jp-MarkdownOutput h1"), 30, "the welcome chapter's title")
     assert "Welcome" in heading[0]
@@ -211,7 +239,7 @@ def test_chapter_03_runs_all_cells_without_errors_and_its_widgets_respond(lab, b
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
-    base, token, course, url = lab
+    base, token, course, url, _ = lab
     open_notebook(browser, url.replace(WELCOME, CHAPTER), CHAPTER)
     import nbformat
 
@@ -280,3 +308,41 @@ def test_chapter_03_runs_all_cells_without_errors_and_its_widgets_respond(lab, b
     wait_for(browser, lambda d: container.text != view_before, 60, "the output to follow the slider")
     print(f"\n{CHAPTER}: Run All took {seconds:.1f} s for {n_code} code cells; {widget_outputs} widget outputs, "
           f"{len(views)} widget views rendered")
+
+
+def test_the_nbgrader_panels_list_every_lab_on_first_use(lab, browser):
+    """Nbgrader > Formgrader and Nbgrader > Assignment List on the first `make lab`, started with a learner's PATH."""
+    from selenium.webdriver.common.by import By
+
+    from fp8lab.labs.catalog import list_labs
+
+    base, token, copy, url, printed = lab
+    labs = [lab.name for lab in list_labs()]
+    assert f"labs: released {len(labs)} of {len(labs)} into" in printed, printed
+    browser.get(f"{base}/lab?token={token}&reset")
+
+    def panel_text(d, tab: str) -> str | None:
+        if current_tab(d) != tab:
+            return None
+        return d.execute_script("return document.querySelector('#jp-main-dock-panel .jp-MainAreaWidget:not(.lm-mod-hidden)')"
+                                "?.innerText;")
+
+    click_menu(browser, "Nbgrader", "Assignment List")
+    listed = wait_for(browser, lambda d: (t := panel_text(d, "Assignments")) and all(n in t for n in labs) and t, 60,
+                      f"the Assignments panel to list the {len(labs)} released labs")
+    for wrong in ("Error fetching courses", "exchange directory does not exist", "Error"):
+        assert wrong not in listed, f"the Assignments panel says {wrong!r}:\n{listed[:1500]}"
+    assert "Released assignments" in listed
+
+    click_menu(browser, "Nbgrader", "Formgrader")
+    frame = wait_for(browser, lambda d: current_tab(d) == "Formgrader" and next(
+        (f for f in d.find_elements(By.CSS_SELECTOR, "#jp-main-dock-panel iframe") if f.is_displayed()), None), 60,
+        "the Formgrader tab")
+    browser.switch_to.frame(frame)
+    try:
+        rows = wait_for(browser, lambda d: (t := d.execute_script("return document.body && document.body.innerText"))
+                        and all(n in t for n in labs) and t, 60, f"the Formgrader to list the {len(labs)} labs")
+        assert "Loading, please wait" not in rows and "error-500" not in browser.page_source, rows[:1500]
+        assert "Manage Assignments" in rows
+    finally:
+        browser.switch_to.default_content()

@@ -3,12 +3,15 @@
     python -m fp8lab.course.lab [--fresh] [--refresh CHAPTER] [--copy DIR] [JupyterLab arguments ...]
 
 It makes or updates the working copy (:mod:`fp8lab.course.workcopy`: ``my_course/`` at the top of the
-repository, git-ignored), starts JupyterLab with the repository root as its root folder (so the copy,
+repository, git-ignored), makes JupyterLab's nbgrader panels ready (the gradebook, and every lab released
+into the local exchange: :func:`fp8lab.labs.jupyter.prepare_panels`, one line), starts JupyterLab with the repository root as its root folder (so the copy,
 ``exercises/`` and the labs' nbgrader panels are all in reach), waits until the server answers, prints
 
     fp8lab course: open http://localhost:8888/lab/tree/my_course/00_welcome.ipynb?token=...
 
-and opens that page in a browser unless ``--no-browser`` is given. Any other argument goes to
+and opens that page in a browser unless ``--no-browser`` is given. The server runs with this
+interpreter's ``bin/`` first on its PATH (nbgrader's Formgrader runs ``alembic`` by name) and finds
+``nbgrader_config.py`` whatever its root folder is. Any other argument goes to
 JupyterLab unchanged (``--port=8890``, ``--ip=0.0.0.0``, ``--no-browser``, ``--ServerApp.*``...).
 JupyterLab's own log goes to ``<copy>/.jupyterlab.log``. Ctrl+C stops the server (no prompt).
 
@@ -38,7 +41,8 @@ from typing import Sequence
 from .chapters import CHAPTERS
 from .workcopy import COPY_DIR, fresh_copy, refresh_chapter, sync_working_copy
 
-__all__ = ["LabOptions", "parse_arguments", "lab_url", "free_port", "jupyter_command", "main"]
+__all__ = ["LabOptions", "parse_arguments", "lab_url", "free_port", "jupyter_command", "server_env",
+           "command_hint", "main"]
 
 #: the repository this module belongs to (fp8lab/course/lab.py -> the folder holding notebooks/)
 REPO = Path(__file__).resolve().parents[2]
@@ -158,6 +162,51 @@ def jupyter_command(opts: LabOptions, port: int, token: str) -> list[str]:
     return cmd + list(opts.passthrough)
 
 
+def server_env(environ: "dict[str, str] | None" = None) -> dict[str, str]:
+    """The environment JupyterLab runs in: ``environ`` (default: ours) with this interpreter's ``bin/`` first on
+    PATH (nbgrader runs ``alembic`` by name; the Formgrader fails without it) and the repository, which holds
+    ``nbgrader_config.py``, on JUPYTER_CONFIG_PATH.
+
+    >>> env = server_env({"PATH": "/usr/bin:/bin"})
+    >>> env["PATH"].split(os.pathsep)[0] == os.path.dirname(sys.executable), env["PATH"].endswith("/usr/bin:/bin")
+    (True, True)
+    """
+    env = dict(os.environ if environ is None else environ)
+    bindir = os.path.dirname(sys.executable)  # not resolved: a venv's python is a symlink out of the venv
+    path = [p for p in env.get("PATH", "").split(os.pathsep) if p and p != bindir]
+    env["PATH"] = os.pathsep.join([bindir, *path])
+    config = [p for p in env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p]
+    if str(REPO) not in config:
+        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join([*config, str(REPO)])
+    return env
+
+
+def command_hint(root: Path) -> str:
+    """How to run the ``fp8lab`` command from a shell (it is installed in this interpreter's ``bin/``).
+
+    >>> "fp8lab --help" in command_hint(Path.cwd())
+    True
+    """
+    bindir = Path(os.path.dirname(sys.executable))
+    try:
+        shown = bindir.relative_to(root).as_posix()
+    except ValueError:
+        shown = bindir.as_posix()
+    if not (bindir / "activate").is_file():
+        return f"the fp8lab command: {shown}/fp8lab --help"
+    return f"the fp8lab command: run `source {shown}/activate` once in your shell, then `fp8lab --help` " \
+           f"(or {shown}/fp8lab --help without activating)"
+
+
+def _prepare_panels() -> str:
+    """The labs' line: :func:`fp8lab.labs.jupyter.prepare_panels`, or why the nbgrader panels stay empty."""
+    try:
+        from ..labs.jupyter import prepare_panels
+    except ImportError as err:
+        return f"labs: JupyterLab's nbgrader panels are not ready ({err})"
+    return prepare_panels()
+
+
 def _wait_until_ready(port: int, token: str, proc: subprocess.Popen, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     url = f"http://127.0.0.1:{port}/api/status"
@@ -211,12 +260,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for line in report.lines():
         print(line.replace(str(opts.root) + os.sep, ""))
+    print(_prepare_panels().replace(str(REPO) + os.sep, ""), flush=True)
     port = opts.port or free_port()
     token = opts.token if opts.token is not None else secrets.token_hex(16)
     log_path = opts.copy / ".jupyterlab.log"
     cmd = jupyter_command(opts, port, token)
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=opts.root, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=opts.root, env=server_env(),
+                                start_new_session=True)
 
     def _terminate(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # SIGTERM (kill, timeout, a CI runner) stops the server as Ctrl+C does
@@ -237,6 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fp8lab course: open {url}", flush=True)
         print(f"(your working copy: {opts.copy.relative_to(opts.root)}/ · JupyterLab's log: "
               f"{log_path.relative_to(opts.root)} · Ctrl+C stops the server)", flush=True)
+        print(command_hint(REPO), flush=True)
         if opts.open_browser:
             import webbrowser
 
