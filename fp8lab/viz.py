@@ -121,7 +121,7 @@ def plot_value_grid(formats: "str | Format | Sequence[str | Format]", *, ax: Axe
         ax.text(top, y + 0.34, f" max {f.max:.6g}", fontsize=8, va="bottom", ha="right")
     span = {f.name: math.log2(f.max / f.min_subnormal) for f in fmts}
     per = lambda f: f"2^{f.mantissa_bits}" if f.mantissa_bits > 4 else f"{2 ** f.mantissa_bits}"
-    ax.set_yticks(range(len(fmts)), [f"{f.name}\n{per(f)} per binade, {span[f.name]:.0f} binades"
+    ax.set_yticks(range(len(fmts)), [f"{f.name}\n{per(f)} per binade, {span[f.name]:.1f} binades"
                                      for f in reversed(fmts)], fontsize=8)
     ax.set_ylim(-0.6, len(fmts) - 0.3)
     ax.set_xlabel("log2(value)   (x = k means the value 2^k; one unit = one binade, a factor of 2)")

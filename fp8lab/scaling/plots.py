@@ -90,6 +90,9 @@ def plot_scale_sweep(x: Any, formats: "Sequence[str | Format]", margins: Sequenc
                      ax: Axes | None = None, tolerance_db: float = 1.0) -> Figure:
     """SQNR against the scale's headroom ``2^margin`` (per-tensor), one line per format, with each plateau's width.
 
+    A plateau that reaches either end of ``margins`` is reported as "at least" its width: the sweep, not
+    the format, ends it.
+
     >>> fig = plot_scale_sweep(np.linspace(-3, 3, 200, dtype=np.float32), ["e4m3", "int8"], range(-2, 4)); type(fig).__name__
     'Figure'
     """
@@ -101,7 +104,9 @@ def plot_scale_sweep(x: Any, formats: "Sequence[str | Format]", margins: Sequenc
         s = scale_sweep(x, f, m)
         ax.plot(m, s, marker="o", ms=3, label=f.name)
         flat = m[s >= np.nanmax(s) - tolerance_db]
-        widths.append(f"{f.name} {flat.max() - flat.min() + 1} binades")
+        edge = flat.max() == m.max() or flat.min() == m.min()   # the plateau runs into the sweep's end: a lower bound
+        widths.append(f"{f.name} {'at least ' if edge else ''}{flat.max() - flat.min() + 1} binades"
+                      + (" (to the sweep's edge)" if edge else ""))
     ax.axvline(0, color="0.4", ls="--", lw=1)
     step = max(1, math.ceil((m.max() - m.min()) / 12)) if m.size else 1
     ax.set_xticks(range(int(m.min()), int(m.max()) + 1, step) if m.size else [])
