@@ -92,6 +92,22 @@ class QuantInfo(Mapping):
         """
         return cls(**d, present=tuple(dict.fromkeys((*_CORE_KEYS, *d))))
 
+    @classmethod
+    def of(cls, amax: float, nonfinite_blocks: int, saturated_blocks: int, *, nonfinite_mask: Any = None,
+           **extra: Any) -> "QuantInfo":
+        """The one builder of a cast's report, for every path of ``quantize_tensor``: ``overflow`` is
+        ``saturated_blocks > 0``, ``nonfinite_mask`` is kept where given, ``extra`` holds the recipe's own fields.
+
+        >>> i = QuantInfo.of(3.0, 0, 2, amax_used=4.0); i.overflow, list(i)
+        (True, ['amax', 'nonfinite_blocks', 'saturated_blocks', 'overflow', 'amax_used'])
+        """
+        d = {"amax": float(amax), "nonfinite_blocks": int(nonfinite_blocks), "saturated_blocks": int(saturated_blocks),
+             "overflow": bool(saturated_blocks)}
+        if nonfinite_mask is not None:
+            d["nonfinite_mask"] = nonfinite_mask
+        d.update(extra)
+        return cls.from_dict(d)
+
     def __getitem__(self, key: str) -> Any:
         if key not in self.present:
             raise KeyError(key)
@@ -171,7 +187,8 @@ class QTensor:
 
     @classmethod
     def _trusted(cls, codes: Any, scales: Any, format: Format, *, scaling: Any, block: tuple[int, ...],
-                 scale_format: Format | str, tensor_scale: float | None, info: dict, dtype: str = "float32") -> "QTensor":
+                 scale_format: Format | str, tensor_scale: float | None, info: "QuantInfo | dict",
+                 dtype: str = "float32") -> "QTensor":
         """The QTensor the constructor would build from parts its maker guarantees valid, without checking them again.
 
         For the fast path of ``quantize_tensor`` (``scaling/fast.py``), which makes thousands of
@@ -187,7 +204,8 @@ class QTensor:
         put = object.__setattr__
         for name, value in (("codes", codes), ("scales", scales), ("format", format), ("scaling", scaling),
                             ("block", block), ("scale_format", get_format(scale_format)), ("tensor_scale", tensor_scale),
-                            ("zero_point", None), ("info", QuantInfo.from_dict(info)), ("dtype", dtype)):
+                            ("zero_point", None),
+                            ("info", info if isinstance(info, QuantInfo) else QuantInfo.from_dict(info)), ("dtype", dtype)):
             put(q, name, value)
         return q
 

@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fp8lab as fl
-import fp8lab.scaling.quantize as quantize_mod
 from fp8lab.codec import force_path
 from fp8lab.scaling import AxisScaling, BlockScaling, DelayedScaling, MXScaling, TensorScaling, quantize_tensor
 from fp8lab.scaling.fast import FAST_RECIPES, quantize_fast
@@ -40,13 +39,9 @@ RECIPES = {
 
 
 def _general(x, fmt, recipe, state=None):
-    """quantize_tensor with the fast path switched off."""
-    orig = quantize_mod.quantize_fast
-    quantize_mod.quantize_fast = lambda *a, **k: None
-    try:
+    """quantize_tensor with the fast paths switched off (the general path forced in the scaling path table)."""
+    with fl.force_scaling_path("general"):
         return quantize_tensor(x, fmt, recipe, state=state)
-    finally:
-        quantize_mod.quantize_fast = orig
 
 
 def _assert_same(q, ref):

@@ -16,7 +16,10 @@ recipes are frozen dataclasses:
 ================================  ==========================================================
 
 plus :class:`LossScaler` (dynamic loss scaling, as ``torch.amp.GradScaler``), the LLM-like data
-generator :func:`llm_activations`, error metrics and :func:`compare_recipes`.
+generator :func:`llm_activations`, error metrics and :func:`compare_recipes`. Which implementation
+serves a ``quantize_tensor`` call is one declared table (:mod:`fp8lab.scaling.paths`:
+:func:`which_scaling_path`, :func:`force_scaling_path`, :func:`disable_scaling_paths`), as the
+codec's is.
 
 >>> import numpy as np
 >>> x = llm_activations((256, 512), seed=0)
@@ -34,6 +37,11 @@ from .loss_scaler import LossScaler, has_inf_or_nan
 from .metrics import error_stats, sqnr_db
 from .mx import SCALE_ROUNDINGS, MXScaling, emax_elem, mx_scale_exponents
 from .nvfp4 import NVFP4Scaling
+from .paths import SCALING_PATHS
+from .paths import disable_paths as disable_scaling_paths
+from .paths import force_path as force_scaling_path
+from .paths import path_table as scaling_path_table
+from .paths import which_path as which_scaling_path
 from .quantize import RECIPE_NAMES, get_recipe, quantize_tensor
 from .recipes import AxisScaling, BlockScaling, PercentileScaling, TensorScaling
 from .scales import float_scales, pow2_ceil
@@ -44,4 +52,5 @@ __all__ = [
     "PercentileScaling", "IntScaling", "LossScaler", "has_inf_or_nan",
     "llm_activations", "sqnr_db", "error_stats", "compare_recipes", "comparison_table", "DEFAULT_RECIPES",
     "mx_scale_exponents", "emax_elem", "SCALE_ROUNDINGS", "float_scales", "pow2_ceil",
+    "SCALING_PATHS", "which_scaling_path", "force_scaling_path", "disable_scaling_paths", "scaling_path_table",
 ]

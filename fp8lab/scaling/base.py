@@ -38,7 +38,7 @@ import numpy as np
 from ..codec import encode
 from ..codec.backend import is_torch, torch
 from ..formats import FloatFormat, Format, IntFormat
-from ..qtensor import QTensor
+from ..qtensor import QTensor, QuantInfo
 from ..registry import get_format
 from .blocks import apply_scales, block_reduce, like, num_blocks, to_numpy
 
@@ -143,15 +143,8 @@ def finalize(x: Any, fmt: Format, recipe: "Recipe", block: tuple[int, ...], stat
     s_x = like(scales, x)
     zp_x = like(np.asarray(ss.zero_point, np.float32), x) if ss.zero_point is not None else None
     codes = encode(apply_scales(x, block, s_x, zp_x), fmt, saturate=True)
-    info = {
-        "amax": float(stats.amax.max(initial=0.0)),
-        "nonfinite_blocks": int(stats.nonfinite.sum()),
-        "saturated_blocks": int(saturated.sum()),
-        "overflow": bool(saturated.any()),
-    }
-    if stats.any_nonfinite:
-        info["nonfinite_mask"] = stats.nonfinite
-    info.update(ss.info)
+    info = QuantInfo.of(float(stats.amax.max(initial=0.0)), int(stats.nonfinite.sum()), int(saturated.sum()),
+                        nonfinite_mask=stats.nonfinite if stats.any_nonfinite else None, **ss.info)
     dtype = "float64" if str(x.dtype).removeprefix("torch.") == "float64" else "float32"
     return QTensor(codes, s_x, fmt, scaling=recipe, block=block, scale_format=ss.scale_format,
                    tensor_scale=ss.tensor_scale, zero_point=zp_x, info=info, dtype=dtype)
