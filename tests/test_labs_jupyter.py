@@ -1,7 +1,7 @@
 """JupyterLab's nbgrader panels work on one machine: a real headless server, its nbgrader endpoints.
 
-The server starts as ``make lab`` starts it (root directory = the repository, nothing else set), with
-``FP8LAB_GRADING_DIR`` and ``FP8LAB_MY_LABS_DIR`` moving the exchange, the gradebook and the
+The server starts as ``make lab`` starts it (its command line and environment, from a PATH without the
+venv's ``bin/``, after :func:`prepare_panels`), with ``FP8LAB_GRADING_DIR`` and ``FP8LAB_MY_LABS_DIR`` moving the exchange, the gradebook and the
 fetched labs into temporary folders. Then, through the REST endpoints the panels call: the Courses
 panel finds the local Formgrader of course ``fp8lab``; the Formgrader lists every lab; the
 Assignments panel lists the released labs (not "Error fetching courses!" or "exchange directory
@@ -26,11 +26,19 @@ import pytest
 
 from fp8lab.labs.catalog import get_lab, list_labs, repo_root
 from fp8lab.labs.course import main_course, run_nbgrader
-from fp8lab.labs.jupyter import release
+from fp8lab.course.lab import LabOptions, jupyter_command, server_env
+from fp8lab.labs.jupyter import gradebook_current, prepare_panels, release
 
 pytestmark = pytest.mark.kernel  # the module runs on one worker, one server (SHARED_FIXTURE_UNITS in tests/conftest.py)
 ROOT = repo_root()
 LAB = "01_decode_exmy"
+
+
+def user_path(path: str) -> str:
+    """``path`` without this interpreter's bin/ and any folder holding ``alembic`` (a learner's shell)."""
+    bindir = os.path.dirname(sys.executable)
+    return os.pathsep.join(p for p in path.split(os.pathsep)
+                           if p and p != bindir and not os.path.exists(os.path.join(p, "alembic"))) or "/usr/bin:/bin"
 
 
 def free_port() -> int:
@@ -53,19 +61,18 @@ def server(tmp_path_factory):
     my_labs = ROOT / "my_labs" / f"test-{uuid.uuid4().hex[:8]}"  # inside the root dir, git-ignored
     env = dict(os.environ, FP8LAB_GRADING_DIR=str(tmp / "grading"), FP8LAB_MY_LABS_DIR=str(my_labs),
                JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), JUPYTER_CONFIG_DIR=str(tmp / "config"))
-    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
-    with pytest.MonkeyPatch.context() as mp:  # `fp8lab labs release` as the instructor runs it
+    env["PATH"] = user_path(env.get("PATH", ""))  # a learner's shell: make lab adds the venv's bin for the server
+    with pytest.MonkeyPatch.context() as mp:  # what make lab does before it starts the server
         mp.setenv("FP8LAB_GRADING_DIR", env["FP8LAB_GRADING_DIR"])
         mp.setenv("FP8LAB_MY_LABS_DIR", str(my_labs))
-        assert release([LAB], course=main_course()) == [LAB]
+        mp.setenv("PATH", env["PATH"])
+        n = len(list_labs())
+        assert prepare_panels(main_course()).startswith(f"labs: released {n} of {n} into")
+        assert gradebook_current(main_course().gradebook)
     port, token = free_port(), uuid.uuid4().hex
-    cmd = [os.path.join(os.path.dirname(sys.executable), "jupyter"), "lab", "--no-browser", f"--port={port}",
-           "--ip=127.0.0.1", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={ROOT}",
-           "--ServerApp.port_retries=0"]
-    if os.geteuid() == 0:
-        cmd.append("--allow-root")
+    cmd = jupyter_command(LabOptions(root=ROOT, ip="127.0.0.1"), port, token)
     log = open(tmp / "lab.log", "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=server_env(env))
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -132,3 +139,23 @@ def test_a_learner_lists_fetches_validates_and_submits_a_lab(server):
         out = run_nbgrader(main_course(), ["collect", LAB]).stdout
     assert "Collecting submission" in out, out
     assert list((tmp / "grading" / "submitted").glob(f"*/{LAB}/{LAB}.ipynb"))
+
+
+def test_release_repairs_a_gradebook_left_without_its_version_and_is_idempotent(tmp_path, monkeypatch):
+    """A Formgrader without `alembic` on PATH leaves nbgrader's tables and no alembic_version; release repairs it."""
+    grading = tmp_path / "grading"
+    grading.mkdir()
+    monkeypatch.setenv("FP8LAB_GRADING_DIR", str(grading))
+    monkeypatch.setenv("PATH", user_path(os.environ.get("PATH", "")))
+    course = main_course()
+    broken = subprocess.run([sys.executable, "-c", "import sys; from nbgrader.api import Gradebook; Gradebook(sys.argv[1])",
+                             course.db_url], capture_output=True, text=True, env=dict(os.environ), timeout=120)
+    assert broken.returncode != 0 and "alembic" in broken.stderr  # what the Formgrader's 500 was
+    assert course.gradebook.is_file() and not gradebook_current(course.gradebook)
+    assert release([LAB], course=course) == [LAB]
+    assert gradebook_current(course.gradebook)
+    upgrade = run_nbgrader(course, ["db", "upgrade"], check=False)  # nbgrader's own tools accept the repaired gradebook
+    assert upgrade.returncode == 0, upgrade.stdout
+    before = course.gradebook.stat().st_mtime_ns
+    assert release([LAB], course=course) == []  # current: nothing runs
+    assert course.gradebook.stat().st_mtime_ns == before
