@@ -43,7 +43,7 @@ from queue import Empty
 from typing import Any, Mapping, Sequence
 
 __all__ = ["ExecutedChapter", "execute_chapter", "execute_cached", "cache_key", "source_digest", "run_on_their_own",
-           "figure_count", "NO_BF16_MATMUL", "SHELL_POLL_SLICE_S"]
+           "figure_count", "NO_BF16_MATMUL", "EDITION_FIGURES", "STARTUP", "SHELL_POLL_SLICE_S"]
 
 #: how long one poll of the shell channel waits before it looks again (bounds the cost of a lost wake-up)
 SHELL_POLL_SLICE_S = 0.2
@@ -83,6 +83,17 @@ def _fp8lab_install_bf16_guard(*_):
 
 get_ipython().events.register("post_run_cell", _fp8lab_install_bf16_guard)
 '''
+
+
+# --- issue 23 (the Chinese edition): one execution, both editions' figures ---------------------------------
+#: Kernel start-up code that renders every figure shown a second time with its texts in Chinese and stores
+#: that PNG in the output's metadata (:mod:`fp8lab.course.figtext`), so the Chinese edition needs no second run.
+#: Its first line names the figure catalogue's hash, so that the cache key changes with the catalogue.
+EDITION_FIGURES = (f"# notebooks/zh/figures.toml {__import__('fp8lab.course.figtext').course.figtext.catalogue_digest()}\n"
+                   "import fp8lab.course.figtext as _fp8lab_figtext\n_fp8lab_figtext.install(get_ipython())\n")
+#: what every kernel of the course runs at start (the default ``startup`` below)
+STARTUP: tuple[str, ...] = (NO_BF16_MATMUL, EDITION_FIGURES)
+# --- end issue 23 ------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -179,7 +190,7 @@ def _startup_arguments(tmp: str, startup: Sequence[str]) -> list[str]:
 
 
 def execute_chapter(path: "str | os.PathLike[str]", *, cell_timeout: int = 60, threads: int | None = 1,
-                    cwd: "str | os.PathLike[str] | None" = None, startup: Sequence[str] = (NO_BF16_MATMUL,),
+                    cwd: "str | os.PathLike[str] | None" = None, startup: Sequence[str] = STARTUP,
                     kernel_name: str = "python3") -> ExecutedChapter:
     """Run a notebook top to bottom in a fresh kernel and return it executed, with each cell's time.
 
@@ -237,7 +248,7 @@ def source_digest(root: "str | os.PathLike[str] | None" = None) -> str:
 
 
 def cache_key(path: "str | os.PathLike[str]", *, cell_timeout: int = 60, threads: int | None = 1,
-              cwd: "str | os.PathLike[str] | None" = None, startup: Sequence[str] = (NO_BF16_MATMUL,),
+              cwd: "str | os.PathLike[str] | None" = None, startup: Sequence[str] = STARTUP,
               kernel_name: str = "python3", sources: str | None = None) -> str:
     """The name of a chapter's cache entry: its bytes, the library's sources and every setting of the run.
 
@@ -286,7 +297,7 @@ def _read_entry(path: Path, notebook: Path, timings: Path) -> ExecutedChapter | 
 
 def execute_cached(path: "str | os.PathLike[str]", cache: "str | os.PathLike[str]", *, cell_timeout: int = 60,
                    threads: int | None = 1, cwd: "str | os.PathLike[str] | None" = None,
-                   startup: Sequence[str] = (NO_BF16_MATMUL,), kernel_name: str = "python3",
+                   startup: Sequence[str] = STARTUP, kernel_name: str = "python3",
                    wait: bool = True) -> ExecutedChapter | None:
     """:func:`execute_chapter` through the cache folder ``cache``, shared by any number of processes.
 
@@ -331,7 +342,7 @@ def execute_cached(path: "str | os.PathLike[str]", cache: "str | os.PathLike[str
 
 def run_on_their_own(path: "str | os.PathLike[str]", indices: Sequence[int], *, first: Sequence[int] | None = None,
                      cell_timeout: int = 60, threads: int | None = 1,
-                     startup: Sequence[str] = (NO_BF16_MATMUL,)) -> dict[int, str | None]:
+                     startup: Sequence[str] = STARTUP) -> dict[int, str | None]:
     """Run each cell of ``indices`` as after "restart kernel and run from here": an empty namespace, then
     the ``first`` cells (default: the first code cell, the chapter's imports), then the cell. Returns,
     per index, None or the error it raised.
