@@ -62,10 +62,11 @@ _CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
 def needs_translation(line: str) -> bool:
     """Whether a line of figure text has English words (not names of formats, units or libraries).
 
-    >>> needs_translation("float8_e4m3fn (epsilon 2^-3)"), needs_translation("2^-9  E4M3  448")
+    >>> needs_translation("float8_e4m3fn (epsilon 2^-3)"), needs_translation("2^-9  E4M3  448  h100-sxm")
     (True, False)
     """
     line = re.sub(r"\$[^$]*\$", " ", line)  # maths
+    line = re.sub(r"[^\s(),;:]*\d[^\s(),;:]*", " ", line)  # identifiers with digits: h100-sxm, falcon-7b, x37.8
     for m in _WORD.finditer(line):
         w = m.group(0)
         if w.lower() in _KEEP:
@@ -273,28 +274,24 @@ def translated_texts(fig: Any, catalogue: FigureCatalogue | None = None) -> Iter
     >>> fig = Figure(); ax = fig.add_subplot(); _ = ax.set_title("normal values")
     >>> cat = FigureCatalogue.from_entries([("normal values", "正规数")])
     >>> with translated_texts(fig, cat) as left:
-    ...     ax.get_title(), left
+    ...     ax.get_title(), sorted(set(left))
     ('正规数', [])
     >>> ax.get_title()
     'normal values'
     """
     from matplotlib.text import Text
-    from matplotlib.ticker import FixedFormatter
 
     catalogue = figure_catalogue() if catalogue is None else catalogue
-    family = None
+    family = cjk_font(catalogue.characters())[1]
     undo: list[Any] = []
     left: list[str] = []
     try:
+        # tick labels are made at draw time by the formatters: wrap each so that its labels come out translated
         for axis in (a for ax in fig.get_axes() for a in (ax.xaxis, ax.yaxis)):
-            for fmt in (axis.get_major_formatter(), axis.get_minor_formatter()):
-                if isinstance(fmt, FixedFormatter):
-                    seq = list(fmt.seq)
-                    new = [catalogue.translate(str(s)) for s in seq]
-                    left += [u for s in seq for u in catalogue.untranslated(str(s))]
-                    if new != [str(s) for s in seq]:
-                        fmt.seq = new
-                        undo.append(lambda f=fmt, s=seq: setattr(f, "seq", s))
+            for ticker in (axis.major, axis.minor):
+                inner = ticker.formatter
+                ticker.formatter = _translated_formatter(inner, catalogue, left)
+                undo.append(lambda t=ticker, f=inner: setattr(t, "formatter", f))
         for text in fig.findobj(match=Text):
             old = text.get_text()
             if not old:
@@ -305,22 +302,55 @@ def translated_texts(fig: Any, catalogue: FigureCatalogue | None = None) -> Iter
                 text.set_text(new)
                 undo.append(lambda t=text, s=old: t.set_text(s))
             if _CJK.search(new) or new != old:
-                if family is None:
-                    family = cjk_font(catalogue.characters())[1]
                 fam = text.get_fontfamily()
                 text.set_fontfamily(list(fam) + [family])
                 undo.append(lambda t=text, f=fam: t.set_fontfamily(f))
         # tick labels are made again at draw time from the formatters: give them the CJK fallback too
-        if family is not None:
-            for ax in fig.get_axes():
-                for t in ax.get_xticklabels() + ax.get_yticklabels():
-                    fam = t.get_fontfamily()
-                    t.set_fontfamily(list(fam) + [family])
-                    undo.append(lambda t=t, f=fam: t.set_fontfamily(f))
-        yield sorted(set(left))
+        for ax in fig.get_axes():
+            for t in ax.get_xticklabels(which="both") + ax.get_yticklabels(which="both"):
+                fam = t.get_fontfamily()
+                t.set_fontfamily(list(fam) + [family])
+                undo.append(lambda t=t, f=fam: t.set_fontfamily(f))
+        yield left  # filled in further while the figure is drawn (tick labels)
     finally:
         for step in reversed(undo):
             step()
+
+
+def _translated_formatter(inner: Any, catalogue: FigureCatalogue, left: list[str]) -> Any:
+    """A tick formatter that translates what ``inner`` writes (and notes in ``left`` what it could not)."""
+    from matplotlib.ticker import Formatter
+
+    class Translated(Formatter):
+        def __init__(self) -> None:
+            self.inner = inner
+            self.axis = getattr(inner, "axis", None)
+
+        def _t(self, label: Any) -> Any:
+            if not isinstance(label, str) or not label:
+                return label
+            left.extend(catalogue.untranslated(label))
+            return catalogue.translate(label)
+
+        def __call__(self, x: Any, pos: Any = None) -> Any:
+            return self._t(inner(x, pos))
+
+        def format_ticks(self, values: Any) -> list[Any]:
+            return [self._t(s) for s in inner.format_ticks(values)]
+
+        def set_locs(self, locs: Any) -> None:
+            inner.set_locs(locs)
+
+        def get_offset(self) -> str:
+            return inner.get_offset()
+
+        def format_data(self, value: Any) -> str:
+            return inner.format_data(value)
+
+        def format_data_short(self, value: Any) -> str:
+            return inner.format_data_short(value)
+
+    return Translated()
 
 
 class _GlyphLog(logging.Handler):
@@ -362,7 +392,7 @@ def render_png(fig: Any, catalogue: FigureCatalogue | None = None, **kwargs: Any
         for lg in loggers:
             lg.removeHandler(handler)
     missing = [str(w.message) for w in caught if "missing from font" in str(w.message)] + handler.messages
-    return buf.getvalue(), left, sorted(set(missing))
+    return buf.getvalue(), sorted(set(left)), sorted(set(missing))
 
 
 def edition_outputs(fig: Any) -> dict[str, Any]:
