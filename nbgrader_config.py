@@ -34,9 +34,16 @@ c.CourseDirectory.db_url = "sqlite:///" + os.path.join(_grading, "gradebook.db")
 # lab.toml is the tooling's metadata (tasks, dependencies, cheating bodies for the tests): not for students
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "lab.toml"]
 
-# --- executing untrusted notebooks ----------------------------------------------------------------
-c.Execute.timeout = 60                  # seconds per cell: the one place the timeout is set
-c.Execute.kernel_name = "fp8lab-grader"  # ipykernel under memory, CPU and file-size limits (fp8lab/labs/kernel.py)
+# --- grading untrusted notebooks --------------------------------------------------------------------
+# A submission is arbitrary code. nbgrader's autograde runs as usual (gradebook, timestamps, late
+# penalties, restored test cells), but where it would execute the notebook in a Jupyter kernel,
+# fp8lab.labs.harness.SandboxedGrading runs the student's answer cells in a bubblewrap sandbox
+# (fp8lab/labs/sandbox.py: only the lab's allowed packages, no network, no repository, its own PID
+# namespace, memory/CPU/file-size/output caps) and computes every test cell's verdict in the grader,
+# where no student code runs. The `fp8lab labs` commands also rebuild each submission from the
+# exercise, taking only the code of its answer cells by cell id (fp8lab.labs.harness.normalise).
+c.Execute.timeout = 60                  # seconds per cell (and per test cell's calls): the one place it is set
+c.Execute.kernel_name = "fp8lab-grader"  # only for notebooks executed outside the harness (python -m fp8lab.labs.kernel)
 # nbclient's kernel manager builds its own KernelSpecManager without this config, so the grading
 # kernel's folder (fp8lab/labs/kernels/fp8lab-grader/kernel.json) is found through JUPYTER_PATH.
 _kernels = os.path.join(_root, "fp8lab", "labs")
@@ -51,9 +58,17 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
     "nbgrader.preprocessors.OverwriteCells",
-    "fp8lab.labs.preprocess.ShortcutScan",  # shortcuts and tampering in the student's own cells
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+c.Autograde.autograde_preprocessors = [
+    "fp8lab.labs.harness.SandboxedGrading",  # in place of nbgrader.preprocessors.Execute
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# Late submissions: nbgrader's own penalty (assignment due dates: `fp8lab labs due LAB DATE`, or formgrader).
+c.LateSubmissionPlugin.penalty_method = "none"  # late submissions are flagged (export status "late"); "zero" scores them 0
 
 # --- the exchange, for JupyterLab's Assignments and Formgrader panels on one machine ----------------
 c.Exchange.root = os.path.join(_grading, "exchange")  # release/fetch/submit/collect between the two roles
@@ -72,5 +87,5 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     "fp8lab.labs.preprocess.ShortHiddenTracebacks",
-    "nbgrader.preprocessors.ClearHiddenTests",
+    "fp8lab.labs.preprocess.ClearHiddenTestCells",  # only the instructor's test cells: a student's text is left alone
 ]

@@ -85,10 +85,17 @@ def test_the_instructor_workflow_one_command_per_step(tmp_path):
     assert out.returncode == 0 and "wrote 3 feedback files" in out.stdout, out.stdout + out.stderr
     out = fp8lab("labs", "export", env=env)
     assert out.returncode == 0, out.stderr
-    totals = {r["student_id"]: float(r["raw_score"]) for r in read_csv(grading / "grades.csv")}
+    rows = read_csv(grading / "grades.csv")
+    assert list(rows[0]) == ["student", "lab", "score", "max", "status", "reason"]
+    totals = {r["student"]: float(r["score"]) for r in rows if r["lab"] == LAB}
     assert totals == {s.name: s.total for s in subs}
+    status = {r["student"]: r["status"] for r in rows if r["lab"] == LAB}
+    assert status == {"solution": "graded", "blank": "graded", "cheat_odd": "flagged"}  # the scan's findings flag
+    printed = [ln.split() for ln in out.stdout.splitlines() if ln.startswith(tuple(totals))]
+    assert [p[:5] for p in printed] == [[r[c] for c in ("student", "lab", "score", "max")] + r["status"].split()[:1]
+                                        for r in rows]  # the printed table is the file, row for row
     html = (grading / "feedback" / "cheat_odd" / LAB / f"{LAB}.html").read_text()
-    assert "ShortcutError" in html or "shortcut or tampering found by the grader" in html  # why the points were lost
+    assert "No module named" in html  # why the points were lost: the reference does not exist where answers run
     assert "BEGIN HIDDEN TESTS" not in html and "grading_rng" not in html  # the hidden test code is left out
     per_task = {(r["student_id"], r["task"]): float(r["points"]) for r in read_csv(grading / "grades_by_task.csv")}
     assert per_task == {(s.name, t): p for s in subs for t, p in s.expected.items()}

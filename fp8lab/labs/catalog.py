@@ -1,6 +1,8 @@
 """The labs of the course: ``solutions/<lab>/lab.toml`` plus the points in ``solutions/<lab>/<lab>.ipynb``.
 
-``lab.toml`` holds what nbgrader does not know: the title, the chapters the lab follows, and per
+``lab.toml`` holds what nbgrader does not know: the title, the chapters the lab follows, the
+packages a submission may import when graded (``packages``, default ``["numpy"]``: the sandbox's
+allowlist, so the reference a lab re-implements does not exist there), and per
 task its title, the tasks its solution calls (``depends``) and one or more ``cheat`` bodies (an answer
 that calls the reference, which the tests submit to prove it scores zero). Points live where
 nbgrader reads them, in the test cells' metadata, and are summed per task here.
@@ -61,6 +63,7 @@ class Lab:
     summary: str
     tasks: tuple[Task, ...]
     source: pathlib.Path
+    packages: tuple[str, ...] = ("numpy",)
 
     @property
     def points(self) -> float:
@@ -133,7 +136,11 @@ def _load(folder: pathlib.Path, stamp: tuple[float, float]) -> Lab:
         if "cheat" in t:
             cheats = [t["cheat"], *cheats]
         tasks.append(Task(t["id"], t["title"], points.get(t["id"], 0.0), tuple(t.get("depends", ())), tuple(cheats)))
-    return Lab(name, meta["title"], tuple(meta["chapters"]), meta.get("summary", ""), tuple(tasks), folder)
+    packages = meta.get("packages", ["numpy"])
+    if not (isinstance(packages, list) and all(isinstance(p, str) and p.isidentifier() for p in packages)):
+        raise ValueError(f"{meta_file}: packages must be a list of importable package names, got {packages!r}")
+    return Lab(name, meta["title"], tuple(meta["chapters"]), meta.get("summary", ""), tuple(tasks), folder,
+               tuple(packages))
 
 
 def list_labs(root: pathlib.Path | None = None) -> list[Lab]:

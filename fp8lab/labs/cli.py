@@ -99,7 +99,8 @@ def _cmd_collect(args: argparse.Namespace) -> int:
 def _cmd_autograde(args: argparse.Namespace) -> int:
     from .grading import autograde
 
-    report = autograde(args.lab, jobs=args.jobs, seed=args.seed, timeout=args.timeout)
+    report = autograde(args.lab, jobs=args.jobs, seed=args.seed, timeout=args.timeout, students=args.student,
+                       unsafe_no_sandbox=args.unsafe_no_sandbox)
     lab = get_lab(args.lab)
     rows = [[s, *[_n(v) for v in t.values()], _n(sum(t.values()))] for s, t in report.scores.items()]
     print(format_table(["student", *[t.id for t in lab.tasks], "total"], rows))
@@ -107,6 +108,24 @@ def _cmd_autograde(args: argparse.Namespace) -> int:
           f"{report.seconds:.1f} s with {report.jobs} job(s); hidden-test seed {report.seed}")
     for s, why in report.failed.items():
         print(f"  {s}: {why}", file=sys.stderr)
+    for s, found in report.findings.items():
+        print(f"  {s} flagged: {'; '.join(found)}", file=sys.stderr)
+    return 0
+
+
+def _cmd_due(args: argparse.Namespace) -> int:
+    from .grading import set_due_date
+
+    print(f"{args.lab} is due {set_due_date(args.lab, args.date)}")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .grading import instructor_report
+
+    entries = instructor_report(args.lab)
+    rows = [[s, e.get("ungradeable") or "-", "; ".join(e.get("findings", [])) or "-"] for s, e in entries.items()]
+    print(format_table(["student", "ungradeable", "findings (scan and sandbox)"], rows))
     return 0
 
 
@@ -121,8 +140,12 @@ def _cmd_feedback(args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     from .grading import export
 
+    from .grading import EXPORT_COLUMNS, read_csv
+
     totals, per_task = export(args.to)
-    print(f"wrote {totals} and {per_task}")
+    rows = read_csv(totals)  # the table printed is the file written, row for row
+    print(format_table(EXPORT_COLUMNS, [[r[c] for c in EXPORT_COLUMNS] for r in rows]))
+    print(f"\nwrote {totals} and {per_task}")
     return 0
 
 
@@ -210,7 +233,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=nonnegative_int,
                    help="seed of the hidden random cases for the whole class (default: fresh)")
     p.add_argument("--timeout", type=positive_int, help="seconds per cell for this run (default: nbgrader_config.py's)")
+    p.add_argument("--student", action="append", help="regrade only this student (repeat for several)")
+    p.add_argument("--unsafe-no-sandbox", action="store_true",
+                   help="grade without the bubblewrap sandbox: submissions can then read and change this machine")
     p.set_defaults(func=_safe(_cmd_autograde))
+
+    p = sub.add_parser("due", help="set a lab's due date in the gradebook (late submissions are flagged)")
+    p.add_argument("lab", type=lab_name)
+    p.add_argument("date", help="ISO 8601, such as 2026-12-24T17:00 (UTC) or 2026-12-24T17:00+01:00")
+    p.set_defaults(func=_safe(_cmd_due))
+
+    p = sub.add_parser("report", help="the instructor's report of a lab: findings of the scan and the sandbox")
+    p.add_argument("lab", type=lab_name)
+    p.set_defaults(func=_safe(_cmd_report))
 
     p = sub.add_parser("feedback", help="nbgrader generate_feedback: one HTML page per student")
     p.add_argument("lab", type=lab_name)

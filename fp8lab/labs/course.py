@@ -186,7 +186,7 @@ def nbgrader_env(seed: int | None) -> dict[str, str]:
 
 
 def run_nbgrader(course: Course, args: Sequence[str], *, seed: int | None = None, wall_limit: float | None = None,
-                 check: bool = True) -> subprocess.CompletedProcess:
+                 check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run ``nbgrader <args>`` in ``course`` and return the finished process (stdout and stderr joined).
 
     ``check`` raises :class:`NbgraderError` on a non-zero exit; ``wall_limit`` (seconds) kills a run
@@ -198,7 +198,7 @@ def run_nbgrader(course: Course, args: Sequence[str], *, seed: int | None = None
     """
     cmd = [sys.executable, "-m", "nbgrader", *args]
     try:
-        proc = subprocess.run(cmd, cwd=course.root, env=nbgrader_env(seed), stdout=subprocess.PIPE,
+        proc = subprocess.run(cmd, cwd=course.root, env={**nbgrader_env(seed), **(env or {})}, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, timeout=wall_limit)
     except subprocess.TimeoutExpired as err:
         tail = (err.stdout or b"")[-3000:]

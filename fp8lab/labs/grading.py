@@ -37,9 +37,12 @@ from typing import Sequence
 
 from .catalog import Lab, get_lab, list_labs
 from .course import COURSE_ID, Course, NbgraderError, copy_course, main_course, run_nbgrader, scratch_course
+from .sandbox import UNSAFE_ENV, sandbox_problem
 
 __all__ = ["generate", "collect", "autograde", "feedback", "export", "task_scores", "GradingReport",
-           "prepare_scratch", "grade_in_scratch", "merge_submission", "cell_messages", "STUDENT_ID"]
+           "prepare_scratch", "grade_in_scratch", "merge_submission", "cell_messages", "STUDENT_ID",
+           "stage_submission", "export_rows", "instructor_report", "set_due_date", "feedback_failures",
+           "STATUSES", "EXPORT_COLUMNS"]
 
 #: what a student id (a submission's file name without .ipynb) may look like
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
@@ -72,6 +75,9 @@ def generate(labs: Sequence[str] | None = None, course: Course | None = None) ->
 def collect(lab: str, folder: str | pathlib.Path, course: Course | None = None) -> list[str]:
     """Copy ``folder/<student>.ipynb`` (one notebook per student) into the course's ``submitted/``.
 
+    A ``folder/<student>.timestamp.txt`` (a time such as ``2026-12-24 17:05:00 UTC``) becomes the
+    submission's ``timestamp.txt``, which nbgrader compares with the lab's due date.
+
     Returns the student ids. A file name that is not a valid student id raises ValueError before
     anything is copied.
 
@@ -96,6 +102,9 @@ def collect(lab: str, folder: str | pathlib.Path, course: Course | None = None) 
         dest = course.submitted(f.stem, lab)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(f, dest)
+        stamp = f.with_name(f.stem + ".timestamp.txt")  # the submission time, as nbgrader's exchange records it
+        if stamp.is_file():
+            shutil.copyfile(stamp, dest.with_name("timestamp.txt"))
         students.append(f.stem)
     return students
 
@@ -104,7 +113,7 @@ def collect(lab: str, folder: str | pathlib.Path, course: Course | None = None) 
 # 3. autograde
 @dataclass
 class GradingReport:
-    """What a class grading run did: per student, the points per task; the seed; how long it took."""
+    """What a class grading run did: per student the points per task, the findings, why one was ungradeable."""
 
     lab: str
     seed: int
@@ -112,6 +121,7 @@ class GradingReport:
     seconds: float
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    findings: dict[str, list[str]] = field(default_factory=dict)
 
     def totals(self) -> dict[str, float]:
         """Total points per student.
@@ -175,7 +185,7 @@ def _per_student_limit(lab: Lab, course: Course) -> float:
 
 
 def grade_in_scratch(lab: Lab, course: Course, students: Sequence[str], *, seed: int,
-                     wall_limit: float | None = None) -> str:
+                     wall_limit: float | None = None, unsafe_no_sandbox: bool = False) -> str:
     """Run ``nbgrader autograde`` for ``students`` (already in ``course``'s submitted/) and return its log.
 
     >>> grade_in_scratch(get_lab("01_decode_exmy"), main_course(), [], seed=1)
@@ -186,12 +196,43 @@ def grade_in_scratch(lab: Lab, course: Course, students: Sequence[str], *, seed:
     args = ["autograde", lab.name, "--force"]
     if len(students) == 1:
         args.append(f"--student={students[0]}")
-    proc = run_nbgrader(course, args, seed=seed, wall_limit=wall_limit, check=False)
+    env = {UNSAFE_ENV: "1"} if unsafe_no_sandbox else {UNSAFE_ENV: ""}
+    proc = run_nbgrader(course, args, seed=seed, wall_limit=wall_limit, check=False, env=env)
     return proc.stdout
 
 
-def merge_submission(src: Course, dst: Course, lab: str, student: str) -> None:
-    """Copy one graded submission from a scratch gradebook into ``dst``'s (scores, comments, flags, files)."""
+def stage_submission(src: pathlib.Path, release: pathlib.Path, dest: pathlib.Path) -> list[str]:
+    """Write into ``dest`` the notebook that is graded for the submission ``src``: the exercise ``release``
+    with the code of ``src``'s answer cells (matched by cell id, :func:`fp8lab.labs.harness.normalise`).
+
+    Returns notes on what was left out; ValueError (one line) when ``src`` is not a readable notebook.
+    A ``timestamp.txt`` beside ``src`` (nbgrader's submission time) is copied along.
+    """
+    import nbformat
+
+    from .harness import normalise
+
+    try:
+        raw = json.loads(pathlib.Path(src).read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise ValueError(f"not a readable notebook ({type(err).__name__}: {str(err)[:120]})") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
+        raise ValueError("not a Jupyter notebook (no list of cells)")
+    nb, notes = normalise(nbformat.read(str(release), as_version=4), raw)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(dest))
+    stamp = pathlib.Path(src).with_name("timestamp.txt")
+    if stamp.is_file():
+        shutil.copyfile(stamp, dest.with_name("timestamp.txt"))
+    return notes
+
+
+def merge_submission(src: Course, dst: Course, lab: str, student: str, *, flagged: bool = False) -> None:
+    """Copy one graded submission from a scratch gradebook into ``dst``'s (auto scores and comments, flags, files).
+
+    Manual scores, manual comments and extra credit already in ``dst`` are kept, as nbgrader's own
+    autograde keeps them; ``flagged`` flags the submission for the instructor (findings).
+    """
     from nbgrader.api import Gradebook
 
     with _quiet_sqlalchemy(), Gradebook(src.db_url, COURSE_ID) as a, Gradebook(dst.db_url, COURSE_ID) as b:
@@ -201,15 +242,15 @@ def merge_submission(src: Course, dst: Course, lab: str, student: str) -> None:
         b.update_or_create_submission(lab, student, **kw)
         for nb in sub.notebooks:
             target = b.find_submission_notebook(nb.name, lab, student)
-            target.flagged = nb.flagged
+            target.flagged = bool(nb.flagged or flagged)
             target.late_submission_penalty = nb.late_submission_penalty
-            for g in nb.grades:
+            for g in nb.grades:  # the autograder's part only: manual grades and extra credit stay (as nbgrader does)
                 t = b.find_grade(g.name, nb.name, lab, student)
-                t.auto_score, t.manual_score, t.extra_credit = g.auto_score, g.manual_score, g.extra_credit
-                t.needs_manual_grade = g.needs_manual_grade
+                t.auto_score = g.auto_score
+                t.needs_manual_grade = bool(g.needs_manual_grade) and t.manual_score is None
             for cm in nb.comments:
                 t = b.find_comment(cm.name, nb.name, lab, student)
-                t.auto_comment, t.manual_comment = cm.auto_comment, cm.manual_comment
+                t.auto_comment = cm.auto_comment
         b.db.commit()
     here, there = src.autograded(student, lab), dst.autograded(student, lab)
     if there.exists():
@@ -255,12 +296,16 @@ def _check_gradebook(lab: Lab, template: Course, course: Course) -> None:
 
 
 def autograde(lab_name: str, *, jobs: int = 1, seed: int | None = None, timeout: int | None = None,
-              students: Sequence[str] | None = None, course: Course | None = None) -> GradingReport:
+              students: Sequence[str] | None = None, course: Course | None = None,
+              unsafe_no_sandbox: bool = False) -> GradingReport:
     """Autograde every collected submission of a lab (or ``students``) with ``jobs`` worker processes.
 
-    Scores land in the course gradebook; the returned report has the points per task per student.
-    ``seed`` fixes the hidden random cases (default: a fresh one, recorded in the report);
-    ``timeout`` overrides the per-cell timeout of ``nbgrader_config.py`` for this run.
+    Scores land in the course gradebook; the returned report has the points per task per student,
+    the findings per student (sandbox events, source-scan findings) and the submissions that could
+    not be graded, with why. ``seed`` fixes the hidden random cases (default: a fresh secret one);
+    ``timeout`` overrides the per-cell timeout of ``nbgrader_config.py`` for this run. Grading
+    refuses to start when no sandbox can (:func:`fp8lab.labs.sandbox.sandbox_problem`) unless
+    ``unsafe_no_sandbox``.
 
     >>> autograde("01_decode_exmy", jobs=0)
     Traceback (most recent call last):
@@ -269,6 +314,9 @@ def autograde(lab_name: str, *, jobs: int = 1, seed: int | None = None, timeout:
     """
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    if not unsafe_no_sandbox and sandbox_problem():
+        raise ValueError(f"grading refused: no sandbox can start ({sandbox_problem()}); "
+                         "--unsafe-no-sandbox grades without one, with submissions able to reach this machine")
     course = course or main_course()
     lab = get_lab(lab_name)
     seed = secrets.randbits(63) if seed is None else int(seed)
@@ -283,19 +331,32 @@ def autograde(lab_name: str, *, jobs: int = 1, seed: int | None = None, timeout:
     with tempfile.TemporaryDirectory(prefix=f"fp8lab-grade-{lab.name}-") as tmp:
         template = prepare_scratch(lab, pathlib.Path(tmp) / "template", timeout=timeout)
         _check_gradebook(lab, template, course)
-        n = max(1, min(jobs, len(todo)))
-        chunks = [todo[i::n] for i in range(n)]
+        _copy_due_date(course, template, lab.name)
+        release = template.release / lab.name / f"{lab.name}.ipynb"
+        gradable = []
+        for s in todo:
+            try:
+                notes = stage_submission(course.submitted(s, lab.name), release,
+                                         pathlib.Path(tmp) / "staged" / s / lab.name / f"{lab.name}.ipynb")
+            except ValueError as err:
+                report.failed[s] = f"ungradeable: {err}"
+                _zero_submission(course, lab.name, s)
+                continue
+            report.findings[s] = notes + _scan_findings(pathlib.Path(tmp) / "staged" / s / lab.name / f"{lab.name}.ipynb")
+            gradable.append(s)
+        n = max(1, min(jobs, len(gradable)))
+        chunks = [gradable[i::n] for i in range(n)]
         workers = [copy_course(template, pathlib.Path(tmp) / f"worker{i}") for i in range(n)]
         limit = _per_student_limit(lab, template)
         for w, chunk in zip(workers, chunks):
             for s in chunk:
-                dest = w.submitted(s, lab.name)
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copytree(course.submitted(s, lab.name).parent, dest.parent, dirs_exist_ok=True)
+                shutil.copytree(pathlib.Path(tmp) / "staged" / s / lab.name, w.submitted(s, lab.name).parent,
+                                dirs_exist_ok=True)
 
         def run(i: int) -> str:
             try:
-                return grade_in_scratch(lab, workers[i], chunks[i], seed=seed, wall_limit=limit * len(chunks[i]))
+                return grade_in_scratch(lab, workers[i], chunks[i], seed=seed, wall_limit=limit * len(chunks[i]),
+                                        unsafe_no_sandbox=unsafe_no_sandbox)
             except NbgraderError as err:
                 return str(err)
 
@@ -304,13 +365,68 @@ def autograde(lab_name: str, *, jobs: int = 1, seed: int | None = None, timeout:
         for w, chunk, log in zip(workers, chunks, logs):  # merge one student at a time: one writer
             for s in chunk:
                 if _has_submission(w, lab.name, s):
-                    merge_submission(w, course, lab.name, s)
+                    report.findings[s] = report.findings.get(s, []) + _sandbox_findings(w, lab.name, s)
+                    merge_submission(w, course, lab.name, s, flagged=bool(report.findings[s]))
                 else:
-                    report.failed[s] = _failure(log, s)
+                    report.failed[s] = "ungradeable: " + _failure(log, s)
                     _zero_submission(course, lab.name, s)
+    report.findings = {s: f for s, f in report.findings.items() if f}
     report.scores = {s: v for s, v in task_scores(lab.name, course).items() if s in todo}
     report.seconds = time.monotonic() - start
+    _save_report(course, report, todo)
     return report
+
+
+def _copy_due_date(main: Course, scratch: Course, lab: str) -> None:
+    """The main gradebook's due date of ``lab`` into a scratch gradebook (so nbgrader computes lateness there)."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(main.db_url, COURSE_ID) as a:
+        due = a.find_assignment(lab).duedate
+    if due is not None:
+        with _quiet_sqlalchemy(), Gradebook(scratch.db_url, COURSE_ID) as b:
+            b.update_or_create_assignment(lab, duedate=due)
+
+
+def _scan_findings(notebook: pathlib.Path) -> list[str]:
+    """What the source scan finds in the graded notebook's answer cells (reported and flagged, never scored)."""
+    import nbformat
+
+    from .preprocess import notebook_cells
+    from .scan import scan
+
+    try:
+        return [f"scan: {f.describe()}" for f in scan(notebook_cells(nbformat.read(str(notebook), as_version=4)))]
+    except Exception as err:  # noqa: BLE001 - the scan informs; it never stops grading
+        return [f"scan could not run: {type(err).__name__}"]
+
+
+def _sandbox_findings(course: Course, lab: str, student: str) -> list[str]:
+    """The sandbox's findings the harness wrote into the autograded notebook's metadata."""
+    path = course.autograded(student, lab) / f"{lab}.ipynb"
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {})
+        return [f"sandbox: {f}" for f in meta.get("fp8lab", {}).get("findings", [])]
+    except (OSError, ValueError):
+        return []
+
+
+def _save_report(course: Course, report: GradingReport, graded: Sequence[str]) -> None:
+    """The instructor's report of a lab (``.grading/reports/<lab>.json``): per student the last run's findings
+    and why a submission could not be graded; a one-student regrade replaces only that student's entry."""
+    path = course.grading / "reports" / f"{report.lab}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        old = {}
+    students = {k: v for k, v in old.get("students", {}).items() if k not in graded}
+    for s in graded:
+        students[s] = {"findings": report.findings.get(s, []), "ungradeable": report.failed.get(s, "")}
+    data = {"lab": report.lab, "last_seed": report.seed, "students": dict(sorted(students.items()))}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def _failure(log: str, student: str) -> str:
@@ -394,6 +510,9 @@ def cell_messages(notebook: pathlib.Path | str) -> dict[str, list[str]]:
 def feedback(lab: str, course: Course | None = None) -> list[pathlib.Path]:
     """Run ``nbgrader generate_feedback`` for a lab; returns the HTML files written.
 
+    When the one run for the whole lab fails, each student is tried alone, so one broken notebook
+    never stops the others' feedback (:func:`feedback_failures` says whose failed).
+
     >>> feedback("no_such_lab")
     Traceback (most recent call last):
     ...
@@ -401,16 +520,96 @@ def feedback(lab: str, course: Course | None = None) -> list[pathlib.Path]:
     """
     course = course or main_course()
     get_lab(lab)
-    run_nbgrader(course, ["generate_feedback", lab, "--force"])
+    proc = run_nbgrader(course, ["generate_feedback", lab, "--force"], check=False)
+    failed: dict[str, str] = {}
+    if proc.returncode != 0:
+        graded = sorted(p.parent.name for p in (course.grading / "autograded").glob(f"*/{lab}"))
+        for student in graded:
+            try:
+                run_nbgrader(course, ["generate_feedback", lab, "--force", f"--student={student}"])
+            except NbgraderError as err:
+                failed[student] = err.summary
+    _FEEDBACK_FAILURES[lab] = failed
     return sorted((course.grading / "feedback").glob(f"*/{lab}/{lab}.html"))
 
 
+_FEEDBACK_FAILURES: dict[str, dict[str, str]] = {}
+
+
+def feedback_failures(lab: str) -> dict[str, str]:
+    """The students whose feedback page the last :func:`feedback` of ``lab`` in this process could not write, and why.
+
+    >>> feedback_failures("never_run")
+    {}
+    """
+    return dict(_FEEDBACK_FAILURES.get(lab, {}))
+
+
+#: the statuses of a row of the export, in the order one wins over the next
+STATUSES = ("not submitted", "ungradeable", "late", "flagged", "graded")
+EXPORT_COLUMNS = ["student", "lab", "score", "max", "status", "reason"]
+
+
+def export_rows(course: Course | None = None) -> list[dict[str, str]]:
+    """One row per student and lab from the gradebook: score, max, status (:data:`STATUSES`) and a reason.
+
+    A student the gradebook knows who has no submission of a lab gets ``not submitted`` (not a
+    graded zero); ``ungradeable`` and the findings come from ``.grading/reports/<lab>.json``;
+    ``late`` is nbgrader's own lateness against the lab's due date (the score already carries
+    nbgrader's late penalty, if one is configured).
+    """
+    from nbgrader.api import Gradebook, MissingEntry
+
+    course = course or main_course()
+    rows = []
+    with Gradebook(course.db_url, COURSE_ID) as gb:
+        students = sorted(s.id for s in gb.students)
+        for lab in list_labs():
+            try:
+                assignment = gb.find_assignment(lab.name)
+            except MissingEntry:
+                continue
+            report = _read_report(course, lab.name)
+            for student in students:
+                row = {"student": student, "lab": lab.name, "score": "0", "max": _num(assignment.max_score)}
+                try:
+                    sub = gb.find_submission(lab.name, student)
+                except MissingEntry:
+                    rows.append({**row, "status": "not submitted", "reason": "no submission collected"})
+                    continue
+                row["score"] = _num(float(sub.score))
+                entry = report.get(student, {})
+                late = float(sub.total_seconds_late or 0)
+                if entry.get("ungradeable"):
+                    status, reason = "ungradeable", entry["ungradeable"]
+                elif late > 0:
+                    status = "late"
+                    reason = f"{_num(round(late))} s after the due date; late penalty {_num(float(sub.late_submission_penalty or 0))}"
+                elif sub.flagged or entry.get("findings"):
+                    status, reason = "flagged", "; ".join(entry.get("findings", [])[:5]) or "flagged in the formgrader"
+                else:
+                    status, reason = "graded", ""
+                rows.append({**row, "status": status, "reason": " ".join(reason.split())[:500]})
+    return rows
+
+
+def _read_report(course: Course, lab: str) -> dict:
+    try:
+        return json.loads((course.grading / "reports" / f"{lab}.json").read_text(encoding="utf-8")).get("students", {})
+    except (OSError, ValueError):
+        return {}
+
+
 def export(to: str | pathlib.Path | None = None, course: Course | None = None) -> tuple[pathlib.Path, pathlib.Path]:
-    """``nbgrader export`` to a CSV of totals (``to``, default ``.grading/grades.csv``) and a per-task CSV beside it."""
+    """The grades CSV (``to``, default ``.grading/grades.csv``: :data:`EXPORT_COLUMNS`, one row per student
+    and lab, :func:`export_rows`) and a per-task CSV beside it."""
     course = course or main_course()
     to = pathlib.Path(to or course.grading / "grades.csv").resolve()
     to.parent.mkdir(parents=True, exist_ok=True)
-    run_nbgrader(course, ["export", f"--to={to}"])
+    with open(to, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, EXPORT_COLUMNS)
+        w.writeheader()
+        w.writerows(export_rows(course))
     per_task = to.with_name(to.stem + "_by_task.csv")
     with open(per_task, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
@@ -420,6 +619,44 @@ def export(to: str | pathlib.Path | None = None, course: Course | None = None) -
                 for t in lab.tasks:
                     w.writerow([lab.name, student, t.id, _num(tasks[t.id]), _num(t.points)])
     return to, per_task
+
+
+def instructor_report(lab: str, course: Course | None = None) -> dict[str, dict]:
+    """Per student of ``lab``: the last run's findings (scan and sandbox) and why it was ungradeable.
+
+    >>> instructor_report("no_such_lab")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown lab 'no_such_lab'; the labs are [...]
+    """
+    course = course or main_course()
+    get_lab(lab)
+    return _read_report(course, lab)
+
+
+def set_due_date(lab: str, due: str, course: Course | None = None) -> str:
+    """Set ``lab``'s due date in the gradebook (nbgrader's ``duedate``; ISO 8601, UTC unless an offset is given).
+
+    >>> set_due_date("01_decode_exmy", "next week")
+    Traceback (most recent call last):
+    ...
+    ValueError: due date 'next week' is not ISO 8601 (such as 2026-12-24T17:00 or 2026-12-24 17:00+01:00)
+    """
+    import datetime
+
+    from nbgrader.api import Gradebook
+
+    try:
+        when = datetime.datetime.fromisoformat(due.strip())
+    except ValueError:
+        raise ValueError(f"due date {due!r} is not ISO 8601 (such as 2026-12-24T17:00 or 2026-12-24 17:00+01:00)") from None
+    if when.tzinfo is not None:
+        when = when.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    course = course or main_course()
+    get_lab(lab)
+    with _quiet_sqlalchemy(), Gradebook(course.db_url, COURSE_ID) as gb:
+        gb.update_or_create_assignment(lab, duedate=when)
+    return when.isoformat() + " UTC"
 
 
 def _num(x: float) -> str:

@@ -28,7 +28,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from .scan import Cell, Finding, scan
 
 __all__ = ["notebook_cells", "mark_shortcuts", "task_of_test", "shorten_hidden_tracebacks", "ShortcutScan",
-           "ShortHiddenTracebacks", "TEST_PREFIXES"]
+           "ShortHiddenTracebacks", "TEST_PREFIXES", "clear_hidden_tests", "ClearHiddenTestCells"]
 
 #: grade-id prefixes of a task's test cells: ``test_T`` (visible) and ``hidden_T`` (hidden tests)
 TEST_PREFIXES = ("test_", "hidden_")
@@ -135,3 +135,45 @@ class ShortHiddenTracebacks(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):  # noqa: D102 - nbgrader's interface
         return shorten_hidden_tracebacks(nb), resources
+
+
+BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+
+
+def clear_hidden_tests(nb: Any) -> Any:
+    """Remove the hidden-test regions of the instructor's test cells (grade cells that are not answers).
+
+    Unlike nbgrader's ``ClearHiddenTests`` it never raises and never reads a student's cell: a stray
+    ``BEGIN HIDDEN TESTS`` in an answer is the student's own text, shown as written. A region with no
+    end marker is removed to the end of the cell.
+
+    >>> import nbformat
+    >>> t = nbformat.v4.new_code_cell("a = 1\\n### BEGIN HIDDEN TESTS\\nsecret()\\n### END HIDDEN TESTS",
+    ...                               metadata={"nbgrader": {"grade": True, "solution": False, "grade_id": "hidden_f"}})
+    >>> s = nbformat.v4.new_code_cell("# ### BEGIN HIDDEN TESTS", metadata={"nbgrader": {"solution": True}})
+    >>> [c.source for c in clear_hidden_tests(nbformat.v4.new_notebook(cells=[t, s])).cells]
+    ['a = 1\\n# (hidden tests: run by the grader, not shown)', '# ### BEGIN HIDDEN TESTS']
+    """
+    for c in nb.cells:
+        m = _meta(c)
+        if c.get("cell_type") != "code" or not m.get("grade") or m.get("solution"):
+            continue
+        out, hidden = [], False
+        for line in c.get("source", "").split("\n"):
+            if BEGIN_HIDDEN in line:
+                if not hidden:
+                    out.append("# (hidden tests: run by the grader, not shown)")
+                hidden = True
+            elif END_HIDDEN in line and hidden:
+                hidden = False
+            elif not hidden:
+                out.append(line)
+        c["source"] = "\n".join(out)
+    return nb
+
+
+class ClearHiddenTestCells(NbGraderPreprocessor):
+    """nbgrader feedback preprocessor: :func:`clear_hidden_tests` (in ``ClearHiddenTests``' place)."""
+
+    def preprocess(self, nb, resources):  # noqa: D102 - nbgrader's interface
+        return clear_hidden_tests(nb), resources

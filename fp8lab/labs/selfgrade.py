@@ -1,8 +1,9 @@
 """Self-grading for learners: ``fp8lab labs grade <notebook>`` runs the hidden tests through nbgrader.
 
 The attempt is graded as student ``learner`` in a scratch course (its own gradebook, deleted
-afterwards), exactly as a class is graded: the test cells are restored from the lab's source, the
-source scan and the no-shortcut guard apply, and the hidden random cases use a fresh seed unless
+afterwards), exactly as a class is graded: only the answer cells' code is taken (by cell id), it runs
+in the sandbox where one can start (your own code on your own machine: it is not required here),
+the tests run in the grader, and the hidden random cases use a fresh seed unless
 ``--seed`` is given. The result lists the points per task and, for each failing test cell, the
 message that says what was expected and what came back.
 """
@@ -12,14 +13,14 @@ from __future__ import annotations
 import json
 import pathlib
 import secrets
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass
 
 from .catalog import Lab, get_lab, list_labs
 from .course import NbgraderError
-from .grading import _per_student_limit, cell_messages, grade_in_scratch, prepare_scratch, task_scores
+from .grading import _per_student_limit, cell_messages, grade_in_scratch, prepare_scratch, stage_submission, task_scores
+from .sandbox import sandbox_problem
 
 __all__ = ["TaskResult", "SelfGrade", "grade_attempt", "lab_of", "check_attempt"]
 
@@ -167,10 +168,14 @@ def grade_attempt(notebook: str | pathlib.Path, *, lab: str | None = None, seed:
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"fp8lab-selfgrade-{the_lab.name}-") as tmp:
         course = prepare_scratch(the_lab, pathlib.Path(tmp) / "course", timeout=timeout)
-        dest = course.submitted(LEARNER, the_lab.name)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, dest)
-        log = grade_in_scratch(the_lab, course, [LEARNER], seed=seed, wall_limit=_per_student_limit(the_lab, course))
+        release = course.release / the_lab.name / f"{the_lab.name}.ipynb"
+        try:
+            stage_submission(path, release, course.submitted(LEARNER, the_lab.name))
+        except ValueError as err:
+            raise ValueError(f"{path} cannot be graded: {err}") from None
+        # your own code on your own machine: the sandbox is used where it can start, and not required
+        log = grade_in_scratch(the_lab, course, [LEARNER], seed=seed, wall_limit=_per_student_limit(the_lab, course),
+                               unsafe_no_sandbox=sandbox_problem() is not None)
         scores = task_scores(the_lab.name, course).get(LEARNER)
         graded = course.autograded(LEARNER, the_lab.name) / f"{the_lab.name}.ipynb"
         if scores is None or not graded.is_file():

@@ -130,10 +130,6 @@ def _insert_before(nb: Any, grade_id: str, source: str) -> Any:
     return nb
 
 
-def _all_zero(lab: Lab) -> dict[str, float]:
-    return {t.id: 0.0 for t in lab.tasks}
-
-
 def adversarial(lab: Lab, *, target: str | None = None) -> list[Submission]:
     """Submissions that try to break the grading, each with the score it must still get.
 
@@ -196,7 +192,8 @@ def adversarial(lab: Lab, *, target: str | None = None) -> list[Submission]:
                                   f"{t}'s cheat with its imports in another cell"))
             break
 
-    # code outside the answers that uses or tampers with the reference: every task scores zero
+    # code outside the answers (cells the student added) that uses or tampers with the reference: such
+    # cells are not graded at all (only answer cells, by cell id), so the answers score what they earn
     added = {
         "added_cell_table": "import numpy as np\nimport fp8lab\nTABLE = fp8lab.quantize(np.arange(8.0), 'e4m3')",
         "patch_reference": "import fp8lab\nfp8lab.decode = lambda codes, fmt: codes",
@@ -206,7 +203,8 @@ def adversarial(lab: Lab, *, target: str | None = None) -> list[Submission]:
     }
     for name, source in added.items():
         nb = _insert_before(build(lab, solved), ids[0], source)
-        out.append(Submission(name, nb, _all_zero(lab), "code outside the answers that uses or tampers with the reference"))
+        out.append(Submission(name, nb, expected_points(lab, solved), "an added cell that uses or tampers with the "
+                              "reference: never run, the solutions score full marks"))
     return out
 
 

@@ -1,0 +1,362 @@
+"""The grader: nbgrader's autograde with the verdict computed where no student code runs.
+
+``nbgrader_config.py`` puts :class:`SandboxedGrading` in ``Autograde.autograde_preprocessors``
+where nbgrader's ``Execute`` was. For one notebook it
+
+1. starts a sandbox (:mod:`fp8lab.labs.sandbox`) with the lab's allowlist of packages
+   (``packages`` in ``lab.toml``; numpy only by default);
+2. runs the locked setup cells there *and* in the grader's own namespace, and the student's answer
+   cells there only (their printed output, cut at 1 MiB, goes into the autograded notebook);
+3. runs each test cell, visible or hidden, in the grader's namespace, where the answer functions
+   (the names the instructor's answer cells define) are :class:`Remote` stand-ins: a call sends
+   its arguments to the sandbox and gets back plain values (:mod:`fp8lab.labs.runner`'s wire
+   format). The reference (fp8lab) and the hidden inputs (from the per-run secret seed in
+   ``FP8LAB_GRADING_SEED``, which the sandbox never sees) live here only, so patching, mocking,
+   input transformers or deleted lines in the student's process change nothing but the values it
+   sends back;
+4. writes each test cell's outcome as nbgrader expects it (an error output fails the cell); the
+   message is the check's own (input, expected, got), never a traceback through the test code.
+
+A cell or call past its deadline, an exiting or crashing submission, or an answer over the cap
+kills the sandbox, which is then started again and replays the cells that had run to their end,
+so the other tasks are still graded. What happened is listed in the notebook's ``metadata.fp8lab.findings``
+(the instructor's report reads it).
+
+>>> answer_names("def f(x):\\n    return x\\nG = 1\\nclass K: pass")
+['f', 'G', 'K']
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import os
+import time
+from typing import Any, Callable, Sequence
+
+from .sandbox import CellTimeout, Limits, Sandbox, SandboxDied, UNSAFE_ENV, sandbox_problem
+
+__all__ = ["answer_names", "Remote", "grade_notebook", "SandboxedGrading", "cell_kind", "normalise",
+           "MAX_ANSWER_CHARS"]
+
+#: an answer cell longer than this is cut (a notebook is no place for a 1 MB cell)
+MAX_ANSWER_CHARS = 200_000
+
+
+def _meta(cell: Any) -> dict:
+    m = cell.get("metadata", {}).get("nbgrader", {})
+    return m if isinstance(m, dict) else {}
+
+
+def cell_kind(cell: Any) -> str:
+    """``answer``, ``test``, ``setup`` (locked code the instructor wrote), ``code`` (other code) or ``text``.
+
+    >>> cell_kind({"cell_type": "code", "metadata": {"nbgrader": {"grade": True, "solution": False}}})
+    'test'
+    """
+    if cell.get("cell_type") != "code":
+        return "text"
+    m = _meta(cell)
+    if m.get("solution"):
+        return "answer"
+    if m.get("grade"):
+        return "test"
+    if m.get("locked"):
+        return "setup"
+    return "code"
+
+
+def _source(cell: Any) -> str:
+    s = cell.get("source", "")
+    return "".join(s) if isinstance(s, list) else str(s)
+
+
+def answer_names(source: str) -> list[str]:
+    """The top-level names an (instructor's) answer cell defines: functions, classes, assigned names."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    out: list[str] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out += [t.id for t in targets if isinstance(t, ast.Name)]
+    return out
+
+
+def normalise(release: Any, submitted: Any) -> tuple[Any, list[str]]:
+    """The release notebook with each answer cell's code taken from the student's cell of the same id.
+
+    Everything else of the submission (metadata, invented cells, edited or deleted test cells,
+    outputs) is ignored. Returns (notebook, notes): a note for each answer cell the submission lacks.
+
+    >>> import nbformat
+    >>> rel = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("raise NotImplementedError()", id="a",
+    ...     metadata={"nbgrader": {"solution": True, "grade": False, "grade_id": "f", "locked": False}})])
+    >>> sub = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("def f(): return 1", id="a", metadata={}),
+    ...                                       nbformat.v4.new_code_cell("import os", id="zz")])
+    >>> nb, notes = normalise(rel, sub)
+    >>> [c.source for c in nb.cells], notes
+    (['def f(): return 1'], [])
+    """
+    import copy
+
+    nb = copy.deepcopy(release)
+    theirs: dict[str, str] = {}
+    for c in submitted.get("cells", []) if isinstance(submitted, dict) else []:
+        if isinstance(c, dict) and c.get("cell_type") == "code" and isinstance(c.get("id"), str):
+            theirs.setdefault(c["id"], _source(c))
+    notes = []
+    for c in nb.cells:
+        if cell_kind(c) != "answer":
+            continue
+        cid = c.get("id")
+        if cid in theirs:
+            text = theirs[cid]
+            if len(text) > MAX_ANSWER_CHARS:
+                notes.append(f"answer cell {cid} was cut to {MAX_ANSWER_CHARS} characters")
+                text = text[:MAX_ANSWER_CHARS]
+            c.source = text
+        else:
+            notes.append(f"no answer cell with id {cid!r} in the submission: graded as the blank exercise")
+        c.outputs, c.execution_count = [], None
+    return nb, notes
+
+
+class Remote:
+    """A stand-in for the student's function ``name`` in the grader: calls go to the sandbox, values come back.
+
+    ``no_shortcut(remote, forbid=..., allow=...)`` returns a guarded copy: the sandbox applies the
+    runtime guard as a second layer where the lab's allowlist holds the library it guards.
+    """
+
+    fp8lab_remote = True
+
+    def __init__(self, name: str, grader: "_Grader", guard: dict | None = None) -> None:
+        self.__name__ = self.name = name
+        self._grader = grader
+        self._guard = guard
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._grader.call(self.name, args, kwargs, self._guard)
+
+    def map(self, calls: list[tuple[tuple, dict]]) -> list:
+        """The values of ``self(*args, **kwargs)`` for each call, in one round trip."""
+        return self._grader.call(self.name, None, None, self._guard, batch=calls)
+
+    def guarded(self, forbid: Sequence[str] | None, allow: Sequence[str]) -> "Remote":
+        """This function with the runtime guard's policy attached to every call."""
+        guard = {"forbid": list(forbid) if forbid is not None else None, "allow": list(allow),
+                 "available": "fp8lab" in self._grader.packages}
+        return Remote(self.name, self._grader, guard)
+
+    def __repr__(self) -> str:
+        return f"<the submission's {self.name}>"
+
+
+def _error(ename: str, evalue: str, traceback: Sequence[str] | None = None) -> dict:
+    import nbformat
+
+    evalue = evalue if len(evalue) <= 20_000 else evalue[:20_000] + " ... (message cut)"
+    return nbformat.v4.new_output("error", ename=ename, evalue=evalue,
+                                  traceback=list(traceback) if traceback else [f"{ename}: {evalue}"])
+
+
+def _stream(text: str) -> dict:
+    import nbformat
+
+    return nbformat.v4.new_output("stream", name="stdout", text=text)
+
+
+class _Grader:
+    """The state of grading one notebook: the sandbox, the cells replayed after a restart, the findings."""
+
+    def __init__(self, packages: Sequence[str], timeout: float, unsafe: bool, limits: Limits) -> None:
+        self.packages = tuple(packages)
+        self.timeout = float(timeout)
+        self.box = Sandbox(packages, limits=limits, unsafe=unsafe)
+        self.replay: list[tuple[str, str]] = []
+        self.findings: list[str] = []
+        self.budget = self.timeout
+        self.alive = False
+
+    def ensure(self) -> None:
+        """A running sandbox that has run every cell that worked so far."""
+        if self.alive and self.box.proc is not None:
+            return
+        self.box.start()
+        self.alive = True
+        for code, name in self.replay:
+            try:
+                self.box.run(code, name, timeout=self.timeout)
+            except (CellTimeout, SandboxDied) as err:
+                self.findings.append(f"replaying cell {name} after a restart: {err}")
+                self.alive = False
+                raise SandboxDied(f"the submission could not be restarted ({err})") from None
+
+    def run_cell(self, code: str, name: str) -> tuple[list[dict], bool]:
+        try:
+            self.ensure()
+            res = self.box.run(code, name, timeout=self.timeout)
+        except CellTimeout as err:
+            self.alive = False
+            self.findings.append(f"cell {name} {err}")
+            return [_error("TimeoutError", f"this cell {err}")], False
+        except SandboxDied as err:
+            self.alive = False
+            self.findings.append(f"cell {name}: {err}")
+            return [_error("SandboxDied", str(err))], False
+        outs = []
+        if res.stdout:
+            outs.append(_stream(res.stdout))
+        if res.dropped:
+            self.findings.append(f"cell {name} printed {res.dropped} characters over the output cap")
+            outs.append(_stream(f"\n[output cut: {res.dropped} more characters were printed; the grader keeps "
+                                f"{self.box.limits.output // 2**20} MiB per cell]\n"))
+        self.replay.append((code, name))  # it ran to its end (an error included): a restart runs it again
+        if not res.ok:
+            outs.append(_error(res.ename or "Error", res.evalue, res.traceback))
+        return outs, res.ok
+
+    def call(self, name: str, args: tuple | None, kwargs: dict | None, guard: dict | None,
+             batch: list | None = None) -> Any:
+        if self.budget <= 0:
+            raise CellTimeout(f"ran past its time limit of {self.timeout:.0f} s")
+        try:
+            self.ensure()
+        except SandboxDied as err:
+            raise CellTimeout(str(err)) from None
+        start = time.monotonic()
+        try:
+            if batch is not None:
+                return self.box.map(name, batch, timeout=self.budget, guard=guard)
+            return self.box.call(name, args or (), kwargs or {}, timeout=self.budget, guard=guard)
+        except CellTimeout:
+            self.alive = False
+            self.budget = 0
+            raise
+        except SandboxDied as err:
+            self.alive = False
+            self.findings.append(f"calling {name}: {err}")
+            raise
+        finally:
+            self.budget -= time.monotonic() - start
+
+
+class _Batch(ast.NodeTransformer):
+    """``[f(a, k=b) for x in xs]`` -> ``__fp8lab_batch__(f, (((a,), {"k": b}) for x in xs))``."""
+
+    def visit_ListComp(self, node: ast.ListComp) -> ast.AST:
+        self.generic_visit(node)
+        call = node.elt
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+            return node
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return node
+        bound = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        if call.func.id in bound:
+            return node
+        pair = ast.Tuple([ast.Tuple(list(call.args), ast.Load()),
+                          ast.Dict([ast.Constant(k.arg) for k in call.keywords], [k.value for k in call.keywords])],
+                         ast.Load())
+        gen = ast.GeneratorExp(elt=pair, generators=node.generators)
+        return ast.copy_location(ast.Call(ast.Name("__fp8lab_batch__", ast.Load()), [call.func, gen], []), node)
+
+
+def batch_calls(fn: Callable[..., Any], calls: Any) -> list:
+    """``[fn(*a, **k) for a, k in calls]``, in one round trip when ``fn`` is a :class:`Remote`.
+
+    >>> batch_calls(divmod, [((7, 2), {}), ((9, 4), {})])
+    [(3, 1), (2, 1)]
+    """
+    if getattr(fn, "fp8lab_remote", False):
+        return fn.map(list(calls))
+    return [fn(*a, **k) for a, k in calls]
+
+
+def compile_test(code: str, name: str) -> Any:
+    """Compile a test cell with its list comprehensions of calls batched (:func:`batch_calls`): the same calls
+    in the same order, one round trip to the sandbox each instead of one per element.
+
+    >>> scope = {"__fp8lab_batch__": batch_calls}
+    >>> exec(compile_test("out = [abs(x) for x in (-1, 2, -3)]", "t"), scope); scope["out"]
+    [1, 2, 3]
+    """
+    tree = ast.fix_missing_locations(_Batch().visit(ast.parse(code)))
+    return compile(tree, f"<test {name}>", "exec")
+
+
+def grade_notebook(nb: Any, names: Sequence[str], *, packages: Sequence[str] = ("numpy",), timeout: float = 60,
+                   unsafe: bool = False, limits: Limits = Limits()) -> tuple[Any, list[str]]:
+    """Run ``nb`` the graded way (see the module doc) and return it with outputs, plus the findings.
+
+    ``names`` are the answer functions that the test cells call (from the instructor's answer cells).
+    """
+    grader = _Grader(packages, timeout, unsafe, limits)
+    trusted: dict[str, Any] = {"__name__": "__grader__"}
+    try:
+        for cell in nb.cells:
+            kind = cell_kind(cell)
+            if kind == "text":
+                continue
+            code = _source(cell)
+            name = str(_meta(cell).get("grade_id") or cell.get("id") or "?")
+            cell.outputs = []
+            if kind in ("answer", "code", "setup"):
+                outs, _ok = grader.run_cell(code, name)
+                cell.outputs = outs
+                if kind == "setup":
+                    with contextlib.redirect_stdout(io.StringIO()):
+                        exec(compile(code, f"<setup {name}>", "exec"), trusted)  # noqa: S102 - the instructor's cell
+                continue
+            # a test cell: the instructor's code, here, with the answers as remote stand-ins
+            scope = dict(trusted)
+            scope.update({n: Remote(n, grader) for n in names})
+            scope["__fp8lab_batch__"] = batch_calls
+            grader.budget = grader.timeout
+            try:
+                exec(compile_test(code, name), scope)  # noqa: S102 - the instructor's cell
+            except CellTimeout as err:
+                cell.outputs = [_error("TimeoutError", f"the answer {err}")]
+            except SandboxDied as err:
+                cell.outputs = [_error("SandboxDied", str(err))]
+            except Exception as err:  # noqa: BLE001 - a failed check: its message is the feedback
+                cell.outputs = [_error(type(err).__name__, str(err))]
+    finally:
+        grader.box.close()
+    nb.metadata.setdefault("fp8lab", {})["findings"] = list(grader.findings)
+    return nb, grader.findings
+
+
+def _unsafe() -> bool:
+    return os.environ.get(UNSAFE_ENV, "") == "1"
+
+
+try:
+    from nbgrader.preprocessors import NbGraderPreprocessor as _Base
+except ImportError:  # pragma: no cover - the learner's tools import this module without nbgrader too
+    _Base = object  # type: ignore[assignment,misc]
+
+
+class SandboxedGrading(_Base):  # type: ignore[misc,valid-type]
+    """nbgrader preprocessor in ``Execute``'s place: grades one notebook with :func:`grade_notebook`."""
+
+    def preprocess(self, nb, resources):  # noqa: D102 - nbgrader's interface
+        from .catalog import get_lab
+
+        lab = get_lab(resources["nbgrader"]["assignment"])
+        if not _unsafe() and sandbox_problem():
+            raise RuntimeError(f"grading refused: no sandbox can start ({sandbox_problem()}); "
+                               "pass --unsafe-no-sandbox to grade without one")
+        source = json.loads(lab.notebook.read_text(encoding="utf-8"))
+        names = [n for c in source["cells"] if cell_kind(c) == "answer" for n in answer_names(_source(c))]
+        timeout = self.config.Execute.get("timeout", 60)
+        nb, findings = grade_notebook(nb, names, packages=lab.packages, timeout=timeout, unsafe=_unsafe())
+        for f in findings:
+            self.log.warning("sandbox: %s", f)
+        return nb, resources
