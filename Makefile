@@ -8,6 +8,12 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
+# The edition: `make lab LANG=zh` / `make book LANG=zh` give the Chinese one (中文版). Only a LANG given on make's
+# command line counts: LANG in the environment is the shell's locale (en_US.UTF-8), never an edition. The
+# recipes then run without that LANG, so the locale of the programs they start is not "zh".
+EDITION := $(if $(filter command line,$(origin LANG)),$(LANG),en)
+NOLANG  := $(if $(filter command line,$(origin LANG)),env -u LANG,)
+
 .PHONY: lab lab-fresh test test-fast bench venv clean exercises book grade
 
 venv: $(STAMP)
@@ -23,11 +29,11 @@ $(STAMP): requirements.txt pyproject.toml
 # make lab opens your own working copy of the course (my_course/, made from notebooks/ on first run,
 # never overwritten); extra JupyterLab arguments go in ARGS, e.g. make lab ARGS="--port=8890 --no-browser"
 lab: $(STAMP)
-	$(PY) -m fp8lab.course.lab $(ARGS)
+	$(NOLANG) $(PY) -m fp8lab.course.lab $(ARGS) --lang $(EDITION)
 
 # lab-fresh puts my_course/ aside (renamed with the date, nothing deleted) and starts from a new copy
 lab-fresh: $(STAMP)
-	$(PY) -m fp8lab.course.lab --fresh $(ARGS)
+	$(NOLANG) $(PY) -m fp8lab.course.lab --fresh $(ARGS) --lang $(EDITION)
 
 # make test runs every test; the longest start first and tests sharing an expensive fixture go to one
 # worker (--dist load with tests/conftest.py's scheduler). make test-fast runs the library tests only: nothing that
@@ -47,8 +53,11 @@ bench: $(STAMP)
 	$(PY) bench/scaling.py
 	$(PY) bench/gemm.py
 
+# both editions are made from the same executed chapters (build/executed, a content-keyed cache): after
+# `make book`, `make book LANG=zh` executes nothing again and writes build/book/zh/
 book: $(STAMP)
-	$(PY) tools/book.py --out build/book --jobs $(JOBS)
+	$(NOLANG) $(PY) tools/book.py --out build/book$(if $(filter-out en,$(EDITION)),/$(EDITION)) --jobs $(JOBS) \
+		--cache build/executed --lang $(EDITION)
 
 exercises: $(STAMP)
 	$(PY) -m fp8lab.labs generate

@@ -1,6 +1,7 @@
 """Build the course as a static HTML book: every chapter executed, figures embedded, links working, a contents page.
 
     .venv/bin/python tools/book.py [--out build/book] [--jobs 2] [--executed DIR] [--cache DIR [--cell-timeout S]]
+                                   [--lang en|zh]
 
 1. Execute each ``notebooks/NN_*.ipynb`` headless (nbclient, ``--jobs`` kernels at a time) in a
    scratch copy, from the ``notebooks/`` folder as the tests do. The tracked notebooks are never
@@ -20,6 +21,14 @@
 
 Everything goes to ``--out`` (git-ignored ``build/book`` by default), replaced on each run.
 A chapter that raises stops the build with its name and the error.
+
+``--lang zh`` writes the Chinese edition (``make book LANG=zh``: ``build/book/zh``) from the same
+executed notebooks (through the same cache, so a chapter the English book executed is read, not run
+again): each chapter rendered by :func:`fp8lab.course.edition.render` (markdown from
+``notebooks/zh/<stem>.toml``, code and outputs shared, each figure its Chinese rendering), the page
+texts in Chinese, and the glossary from the term base (:func:`fp8lab.terms.glossary_markdown`).
+Maths on every page uses the STIX-Web fonts, the only ones the MathJax package ships (MathJax's
+default, TeX, made every page ask for a font file that is not there).
 """
 
 from __future__ import annotations
@@ -45,6 +54,22 @@ CHAPTER = re.compile(r"^(\d\d)_[A-Za-z0-9_]+\.ipynb$")
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 WIDGET_NOTE = ("<p class='fp8lab-widget-note'><em>Interactive widget: it needs a live kernel. Open this chapter "
                "with <code>make lab</code> to use it; the plain function above it gives the same answers.</em></p>")
+#: the page texts of each edition
+TEXTS = {
+    "en": {"contents": "Contents", "glossary": "Glossary", "widget": WIDGET_NOTE, "html_lang": "en",
+           "title": "fp8lab: the course", "heading": "fp8lab: low-precision numerics for large models",
+           "intro": "The executed course, built {built} by <code>make book</code>. The interactive widgets need a "
+                    "live kernel: run <code>make lab</code> for those.",
+           "columns": ("#", "chapter", "the question it opens with"),
+           "no_glossary": "(The welcome chapter has no Glossary section yet.)"},
+    "zh": {"contents": "目录", "glossary": "术语表", "html_lang": "zh-CN",
+           "widget": ("<p class='fp8lab-widget-note'><em>交互控件：需要运行中的内核。用 <code>make lab LANG=zh</code> "
+                      "打开本章即可使用；控件上方的普通函数给出同样的答案。</em></p>"),
+           "title": "fp8lab：课程（中文版）", "heading": "fp8lab：大模型的低精度数值计算",
+           "intro": "已执行的课程，由 <code>make book LANG=zh</code> 于 {built} 生成。交互控件需要运行中的内核："
+                    "请用 <code>make lab LANG=zh</code>。<a href='../index.html'>English edition</a>",
+           "columns": ("#", "章节", "开篇的问题"), "no_glossary": "（术语库尚不可用。）"},
+}
 
 
 @dataclass(frozen=True)
@@ -77,6 +102,16 @@ def chapters(folder: Path = NOTEBOOKS) -> list[Chapter]:
     return out
 
 
+def chapter_of(path: Path, nb: nbformat.NotebookNode) -> Chapter:
+    """The Chapter entry (title and hook from the first markdown cell) of an (edition's) notebook."""
+    m = CHAPTER.match(path.name)
+    first = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
+    lines = first.strip().splitlines()
+    title = lines[0].lstrip("# ").strip() if lines else path.stem
+    hook = " ".join(line.lstrip("> ").strip() for line in lines if line.startswith(">"))
+    return Chapter(path, m.group(1) if m else path.stem[:2], title, hook)
+
+
 def execute(path: Path, cell_timeout: int = 300, cache: Path | None = None,
             wait: bool = True) -> tuple[str, nbformat.NotebookNode | None, float]:
     """Run one notebook headless from its folder with the course's runner; returns (name, executed notebook, seconds).
@@ -98,7 +133,7 @@ def execute(path: Path, cell_timeout: int = 300, cache: Path | None = None,
     return path.name, run.notebook, run.wall_seconds
 
 
-def clean_outputs(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+def clean_outputs(nb: nbformat.NotebookNode, note: str = WIDGET_NOTE) -> nbformat.NotebookNode:
     """A copy with widget outputs replaced by a note (their text repr says nothing without a kernel) and no widget state."""
     nb = copy.deepcopy(nb)
     nb.metadata.pop("widgets", None)  # else the page would load a widget manager from a CDN
@@ -108,7 +143,7 @@ def clean_outputs(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         outs = []
         for o in cell.get("outputs", []):
             if o.get("output_type") in ("display_data", "execute_result") and WIDGET_MIME in o.get("data", {}):
-                outs.append(nbformat.v4.new_output("display_data", data={"text/html": WIDGET_NOTE}))
+                outs.append(nbformat.v4.new_output("display_data", data={"text/html": note}))
             else:
                 outs.append(o)
         cell.outputs = outs
@@ -135,8 +170,8 @@ position:sticky;top:0;z-index:10}.fp8lab-nav a{margin-right:1.5em}
 </style>"""
 
 
-def nav_bar(i: int, chs: list[Chapter]) -> str:
-    parts = ['<a href="index.html">Contents</a>']
+def nav_bar(i: int, chs: list[Chapter], contents: str = "Contents") -> str:
+    parts = [f'<a href="index.html">{html.escape(contents)}</a>']
     if i > 0:
         parts.append(f'<a href="{chs[i - 1].html_name}">&larr; {html.escape(chs[i - 1].title)}</a>')
     if i + 1 < len(chs):
@@ -146,6 +181,25 @@ def nav_bar(i: int, chs: list[Chapter]) -> str:
 
 #: Where the pages find MathJax: the copy :func:`copy_mathjax` puts beside them.
 MATHJAX_URL = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"  # configs the package ships
+#: MathJax's output fonts: the package ships STIX-Web only, and MathJax's default (TeX) is not there, so without
+#: this every page asked for a missing font file (and fell back to image fonts, also missing)
+MATHJAX_FONTS = ('<script type="text/x-mathjax-config">MathJax.Hub.Config({"HTML-CSS": {availableFonts: '
+                 '["STIX-Web"], preferredFont: "STIX-Web", webFont: "STIX-Web", imageFont: null}, '
+                 'SVG: {font: "STIX-Web"}});</script>')
+
+
+def mathjax_fonts(page: str) -> str:
+    """The page with :data:`MATHJAX_FONTS` right before the script that loads MathJax (it must come first).
+
+    >>> "STIX-Web" in mathjax_fonts('<script src="mathjax/MathJax.js?config=X"> </script>')
+    True
+    """
+    return re.sub(r'(<script[^>]*src="mathjax/MathJax\.js)', lambda m: MATHJAX_FONTS + m.group(1), page, count=1)
+
+
+def mathjax_font_folders(mathjax: Path) -> list[str]:
+    """The output fonts a MathJax copy holds (``fonts/HTML-CSS/<name>``), which :data:`MATHJAX_FONTS` must name."""
+    return sorted(p.name for p in (mathjax / "fonts" / "HTML-CSS").iterdir() if p.is_dir())
 
 
 def copy_mathjax(dest: Path) -> None:
@@ -159,14 +213,17 @@ def copy_mathjax(dest: Path) -> None:
     shutil.copytree(src, dest, ignore=shutil.ignore_patterns("*.map", "__pycache__"))
 
 
-def to_html(nb: nbformat.NotebookNode, title: str) -> str:
+def to_html(nb: nbformat.NotebookNode, title: str, html_lang: str = "en") -> str:
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(template_name="lab", mathjax_url=MATHJAX_URL)
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
     # the template loads require.js from a CDN for JavaScript outputs; the book has none (widget outputs
     # become a note), so the tag goes and the page reads offline
-    return re.sub(r'<script[^>]*src="https?://[^"]*require[^"]*"[^>]*>\s*</script>\s*', "", body)
+    body = re.sub(r'<script[^>]*src="https?://[^"]*require[^"]*"[^>]*>\s*</script>\s*', "", body)
+    if html_lang != "en":
+        body = re.sub(r"<html(\s[^>]*)?>", f'<html lang="{html_lang}">', body, count=1)
+    return mathjax_fonts(body)
 
 
 def glossary_section(welcome: nbformat.NotebookNode | None) -> str:
@@ -197,29 +254,49 @@ def inline_markdown(text: str) -> str:
     return out[3:-4] if out.startswith("<p>") and out.endswith("</p>") else out
 
 
-def index_page(chs: list[Chapter], glossary_md: str, times: dict[str, float]) -> str:
+def index_page(chs: list[Chapter], glossary_md: str, times: dict[str, float], lang: str = "en") -> str:
+    t = TEXTS[lang]
     rows = "".join(
         f'<tr><td>{c.number}</td><td><a href="{c.html_name}">{html.escape(c.title)}</a></td>'
         f"<td>{inline_markdown(c.hook)}</td></tr>" for c in chs)
     glossary = (f'<section id="glossary">{rewrite_links(markdown_to_html(glossary_md))}</section>'
-                if glossary_md else "<h2>Glossary</h2><p>(The welcome chapter has no Glossary section yet.)</p>")
+                if glossary_md else f"<h2>{t['glossary']}</h2><p>{t['no_glossary']}</p>")
     built = time.strftime("%Y-%m-%d %H:%M")
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>fp8lab: the course</title>{STYLE}</head>"
-            f"<body><div class='fp8lab-book'><h1>fp8lab: low-precision numerics for large models</h1>"
-            f"<p>The executed course, built {built} by <code>make book</code>. The interactive widgets need a live "
-            f"kernel: run <code>make lab</code> for those.</p>"
-            f"<h2 id='contents'>Contents</h2><table><tr><th>#</th><th>chapter</th><th>the question it opens with</th></tr>"
+    head = "".join(f"<th>{h}</th>" for h in t["columns"])
+    return (f"<!DOCTYPE html><html lang='{t['html_lang']}'><head><meta charset='utf-8'><title>{t['title']}</title>"
+            f"{STYLE}</head><body><div class='fp8lab-book'><h1>{t['heading']}</h1>"
+            f"<p>{t['intro'].format(built=built)}</p>"
+            f"<h2 id='contents'>{t['contents']}</h2><table><tr>{head}</tr>"
             f"{rows}</table>{glossary}</div></body></html>")
 
 
+def edition_glossary(lang: str, welcome: nbformat.NotebookNode | None) -> str:
+    """The glossary's markdown for an edition: the welcome chapter's section in English; in Chinese the term base's
+    (:func:`fp8lab.terms.glossary_markdown`, under a heading), else the (translated) welcome chapter's section."""
+    if lang != "en":
+        try:
+            from fp8lab.terms import glossary_markdown
+        except ImportError:
+            glossary_markdown = None
+        if glossary_markdown is not None:
+            return f"## {TEXTS[lang]['glossary']}\n\n" + glossary_markdown(lang)
+    return glossary_section(welcome)
+
+
 def build(out: Path, jobs: int = 2, executed: Path | None = None, folder: Path = NOTEBOOKS,
-          keep_executed: Path | None = None, cache: Path | None = None, cell_timeout: int = 300) -> dict[str, float]:
+          keep_executed: Path | None = None, cache: Path | None = None, cell_timeout: int = 300,
+          lang: str = "en", catalogues: Path | None = None) -> dict[str, float]:
     """Build the book into ``out`` (replaced); returns the seconds each chapter took to execute (0 if reused).
 
     ``keep_executed`` is a folder to write the executed notebooks to (for reuse with ``executed``);
     ``cache`` a folder of :func:`fp8lab.course.execute.execute_cached` to execute through (seconds:
     those of the one execution, also when it was another process's); ``cell_timeout`` bounds each cell.
+    ``lang`` is the edition (``zh``: chapters rendered from the catalogues in ``catalogues``, default
+    ``<folder>/zh``); the executed notebooks are the same for every edition.
     """
+    from fp8lab.lang import check_lang
+
+    lang = check_lang(lang)
     chs = chapters(folder)
     if not chs:
         raise SystemExit(f"no chapters (NN_name.ipynb) in {folder}")
@@ -257,22 +334,34 @@ def build(out: Path, jobs: int = 2, executed: Path | None = None, folder: Path =
         keep_executed.mkdir(parents=True, exist_ok=True)
         for name, nb in done.items():
             nbformat.write(nb, keep_executed / name)
-    tmp = Path(tempfile.mkdtemp(prefix="book-", dir=out.parent if out.parent.exists() else None))
+    if lang != "en":
+        from fp8lab.course.edition import catalogue_for, render
+
+        folder_zh = catalogues if catalogues is not None else folder / lang
+        done = {name: render(nb, catalogue_for(name, folder_zh), lang) for name, nb in done.items()}
+        chs = [chapter_of(c.path, done[c.path.name]) for c in chs]
+    t = TEXTS[lang]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="book-", dir=out.parent))
     try:
         copy_mathjax(tmp / "mathjax")
         for i, c in enumerate(chs):
-            page = rewrite_links(to_html(clean_outputs(done[c.path.name]), c.title))
+            page = rewrite_links(to_html(clean_outputs(done[c.path.name], t["widget"]), c.title, t["html_lang"]))
             page = page.replace("</head>", STYLE + "</head>", 1)
-            page = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + nav_bar(i, chs), page, count=1)
+            page = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + nav_bar(i, chs, t["contents"]), page, count=1)
             (tmp / c.html_name).write_text(page, encoding="utf-8")
         welcome = next((done[c.path.name] for c in chs if c.number == "00"), None)
-        gloss = glossary_section(welcome)
-        (tmp / "index.html").write_text(index_page(chs, gloss, times), encoding="utf-8")
+        gloss = edition_glossary(lang, welcome)
+        (tmp / "index.html").write_text(index_page(chs, gloss, times, lang), encoding="utf-8")
         if gloss:
             (tmp / "glossary.html").write_text(
-                f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Glossary</title>{STYLE}</head><body>"
-                f"<nav class='fp8lab-nav'><a href='index.html'>Contents</a></nav><div class='fp8lab-book'>"
-                f"{rewrite_links(markdown_to_html(gloss))}</div></body></html>", encoding="utf-8")
+                f"<!DOCTYPE html><html lang='{t['html_lang']}'><head><meta charset='utf-8'><title>{t['glossary']}"
+                f"</title>{STYLE}</head><body><nav class='fp8lab-nav'><a href='index.html'>{t['contents']}</a></nav>"
+                f"<div class='fp8lab-book'>{rewrite_links(markdown_to_html(gloss))}</div></body></html>",
+                encoding="utf-8")
+        for edition in TEXTS:  # another edition's book inside this one's folder (build/book/zh) stays
+            if edition != lang and (out / edition / "index.html").is_file() and not (tmp / edition).exists():
+                os.replace(out / edition, tmp / edition)
         if out.exists():
             shutil.rmtree(out)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -292,10 +381,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=None,
                     help="execute through this content-keyed cache folder (fp8lab.course.execute.execute_cached)")
     ap.add_argument("--cell-timeout", type=int, default=300, help="seconds each cell may take")
+    ap.add_argument("--lang", default="en", help="the edition: en (default) or zh (the Chinese text of notebooks/zh)")
     args = ap.parse_args(argv)
+    try:
+        from fp8lab.lang import check_lang
+
+        args.lang = check_lang(args.lang)
+    except (TypeError, ValueError) as e:
+        ap.error(str(e))
     t = time.perf_counter()
     build(args.out.resolve(), jobs=args.jobs, executed=args.executed, keep_executed=args.keep_executed,
-          cache=args.cache, cell_timeout=args.cell_timeout)
+          cache=args.cache, cell_timeout=args.cell_timeout, lang=args.lang)
     print(f"book: {args.out / 'index.html'} ({time.perf_counter() - t:.0f} s)")
     return 0
 

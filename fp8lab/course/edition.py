@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import os
 import re
 import tomllib
 from collections import Counter
@@ -42,7 +43,7 @@ from .prose import _CODE_LIKE, _CODE_SPAN, numbers_in_prose, unbacked_numbers, F
 
 __all__ = ["CATALOGUE_DIR", "Entry", "Catalogue", "Finding", "en_sha256", "load_catalogue", "catalogue_for",
            "render", "numbers_view", "english_runs", "term_findings", "check_translation", "unbacked_in_edition",
-           "catalogue_toml", "EDITION_LANGS"]
+           "catalogue_toml", "write_edition", "edition_kernel", "EDITION_LANGS"]
 
 #: the folder of the Chinese catalogues (``notebooks/zh`` of this checkout)
 CATALOGUE_DIR = Path(__file__).resolve().parents[2] / "notebooks" / "zh"
@@ -419,6 +420,75 @@ def catalogue_toml(nb: Any, chapter: str, translations: Mapping[str, str]) -> st
             lines += [f"[cells.{cell['id']}]", f'en_sha256 = "{en_sha256(_source(cell))}"',
                       f"zh = {_literal(translations[cell['id']].rstrip(chr(10)))}", ""]
     return "\n".join(lines)
+
+
+# --- a working copy in an edition (make lab LANG=zh) ------------------------------------------------------------
+
+def write_edition(source: "str | Path", dest: "str | Path", lang: str = "zh",
+                  catalogues: "str | Path | None" = None) -> list[Path]:
+    """Write every chapter of ``source`` rendered in ``lang`` to ``dest`` (what ``make lab LANG=zh`` copies from).
+
+    A file is rewritten only when its text changes, so that the working copy sees a chapter as changed
+    upstream only when its English or its translation changed. Returns the chapters written.
+
+    >>> import tempfile, nbformat
+    >>> src = Path(tempfile.mkdtemp()); nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Hi", id="a")])
+    >>> nbformat.write(nb, src / "00_a.ipynb"); (src / "zh").mkdir()
+    >>> _ = (src / "zh" / "00_a.toml").write_text(catalogue_toml(nb, "00_a", {"a": "你好"}), encoding="utf-8")
+    >>> [p.name for p in write_edition(src, src / "out")], write_edition(src, src / "out")
+    (['00_a.ipynb'], [])
+    >>> nbformat.read(src / "out" / "00_a.ipynb", as_version=4).cells[0].source
+    '你好'
+    """
+    import nbformat
+
+    source, dest = Path(source), Path(dest)
+    folder = Path(catalogues) if catalogues is not None else source / "zh"
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path in sorted(source.glob("*.ipynb")):
+        if path.name.startswith("."):
+            continue
+        text = nbformat.writes(render(nbformat.read(path, as_version=4), catalogue_for(path, folder), lang))
+        target = dest / path.name
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+            target.write_text(text, encoding="utf-8")
+            written.append(target)
+    return written
+
+
+def edition_kernel(folder: "str | Path", lang: str = "zh", python: str | None = None) -> dict[str, str]:
+    """A kernel spec ``python3`` in ``folder/kernels`` for a working copy in ``lang``; returns the environment
+    (``JUPYTER_PATH``) that makes a Jupyter server start it for the course's notebooks.
+
+    Its kernels run with ``FP8LAB_LANG=lang`` (widgets and the quiz in that language, :mod:`fp8lab.lang`)
+    and install the figure hook (:mod:`fp8lab.course.figtext`) at start, so figures show in ``lang``.
+
+    >>> import tempfile, json
+    >>> env = edition_kernel(tempfile.mkdtemp(), "zh", python="/usr/bin/python3")
+    >>> spec = json.loads((Path(env["JUPYTER_PATH"].split(os.pathsep)[0]) / "kernels" / "python3" / "kernel.json").read_text())
+    >>> spec["env"]["FP8LAB_LANG"], spec["argv"][0]
+    ('zh', '/usr/bin/python3')
+    """
+    import json
+    import sys
+
+    from ..lang import ENV_VAR, check_lang
+
+    lang = check_lang(lang)
+    folder = Path(folder).resolve()
+    spec_dir = folder / "kernels" / "python3"
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    startup = spec_dir / "fp8lab_edition_startup.py"
+    startup.write_text("import fp8lab.course.figtext as _fp8lab_figtext\n_fp8lab_figtext.install(get_ipython())\n",
+                       encoding="utf-8")
+    spec = {"argv": [python or sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                     f"--IPKernelApp.exec_files={[str(startup)]!r}"],
+            "display_name": "Python 3 (fp8lab 中文版)" if lang == "zh" else "Python 3 (fp8lab)",
+            "language": "python", "env": {ENV_VAR: lang}, "metadata": {"debugger": True}}
+    (spec_dir / "kernel.json").write_text(json.dumps(spec, ensure_ascii=False, indent=1), encoding="utf-8")
+    path = os.environ.get("JUPYTER_PATH", "")
+    return {"JUPYTER_PATH": str(folder) + (os.pathsep + path if path else "")}
 
 
 def main(argv: list[str] | None = None) -> int:

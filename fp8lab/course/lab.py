@@ -63,6 +63,7 @@ class LabOptions:
     open_browser: bool = True
     start_timeout: float = 120.0
     passthrough: list[str] = field(default_factory=list)
+    lang: str = "en"  # issue 23: the edition (make lab LANG=zh: my_course_zh/, Chinese text, kernels in Chinese)
 
 
 def _value(args: list[str], i: int, name: str) -> tuple[str, int]:
@@ -88,12 +89,21 @@ def parse_arguments(argv: Sequence[str]) -> LabOptions:
     ours.add_argument("--root", type=Path)
     ours.add_argument("--source", type=Path)
     ours.add_argument("--start-timeout", type=float, default=120.0)
+    ours.add_argument("--lang", default="en")  # issue 23
     known, rest = ours.parse_known_args(list(argv))
     opts = LabOptions(fresh=known.fresh, refresh=list(known.refresh), start_timeout=known.start_timeout)
     if known.root:
         opts.root = known.root.resolve()
     opts.source = (known.source or opts.root / "notebooks").resolve()
-    opts.copy = (known.copy or opts.root / COPY_DIR).resolve()
+    # --- issue 23: the edition's own working copy (my_course_zh/) ---
+    from ..lang import check_lang
+
+    try:
+        opts.lang = check_lang(known.lang)
+    except (TypeError, ValueError) as e:
+        raise SystemExit(f"make lab: {e}") from None
+    copy_dir = COPY_DIR if opts.lang == "en" else f"{COPY_DIR}_{opts.lang}"
+    opts.copy = (known.copy or opts.root / copy_dir).resolve()
     i = 0
     while i < len(rest):
         arg = rest[i]
@@ -247,6 +257,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"make lab: the working copy {opts.copy} must lie inside the server's root folder {opts.root}",
               file=sys.stderr)
         return 2
+    edition_env: dict[str, str] = {}
+    if opts.lang != "en":  # issue 23: the copy is made from the chapters rendered in the edition
+        from .edition import edition_kernel, write_edition
+
+        rendered = opts.root / "build" / "edition" / opts.lang
+        write_edition(opts.source, rendered, opts.lang)
+        opts.source = rendered
+        edition_env = edition_kernel(rendered.parent / f"{opts.lang}-kernel", opts.lang)
     try:
         if opts.fresh and opts.copy.exists():
             old = fresh_copy(opts.source, opts.copy)
@@ -266,8 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     log_path = opts.copy / ".jupyterlab.log"
     cmd = jupyter_command(opts, port, token)
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=opts.root, env=server_env(),
-                                start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=opts.root,
+                                env={**server_env(), **edition_env}, start_new_session=True)
 
     def _terminate(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # SIGTERM (kill, timeout, a CI runner) stops the server as Ctrl+C does
