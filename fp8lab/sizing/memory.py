@@ -117,12 +117,15 @@ MEMORY_PLANS: dict[str, MemoryPlan] = {r.name: r for r in (
                                   _C("adam_v", "float32", "optimizer")),
                    "as mixed-fp16 with BF16 in place of FP16 (no loss scaling needed): 16 bytes per parameter",
                    "the ZeRO mixed-precision accounting with BF16 working copies"),
-    MemoryPlan("fp8", (_C("weights_fp8", "float8_e4m3fn", "weights"), _C("gradients", "bfloat16", "gradients"),
+    MemoryPlan("fp8", (_C("weights_fp8", "float8_e4m3fn", "weights"), _C("gradients", "float32", "gradients"),
                            _C("master_weights", "float32", "optimizer"), _C("adam_m", "float32", "optimizer"),
                            _C("adam_v", "float32", "optimizer")),
-                   "FP8 (E4M3) copy of the weights for the GEMMs, BF16 gradients, FP32 master weights and Adam "
-                   "moments; frameworks that also keep a BF16 weight copy add 2 bytes",
-                   "FP8 training as in NVIDIA Transformer Engine (weights cast to FP8 per GEMM)"),
+                   "FP32 parameters (the master weights) with their FP32 gradients and Adam moments, plus the FP8 "
+                   "(E4M3) copy of the weights the GEMMs read: 1 + 4 + 4 + 8 = 17 bytes per parameter, the "
+                   "accounting of chapter 07 (fp8lab.nn.Fp8Linear); frameworks that keep gradients in BF16 save 2",
+                   "NVIDIA Transformer Engine keeps each parameter in its own dtype and casts it to FP8 per GEMM "
+                   "unless fp8_model_params (fp8_model_init) stores it in FP8; gradients take the parameter's "
+                   "dtype; FP32 master weights: Micikevicius et al. 2018 (arXiv 1710.03740)"),
     MemoryPlan("deepseek-v3", (_C("master_weights", "float32", "optimizer"),
                                    _C("gradients", "float32", "gradients"),
                                    _C("adam_m", "bfloat16", "optimizer"), _C("adam_v", "bfloat16", "optimizer")),

@@ -220,7 +220,7 @@ def plot_kv_accuracy(rows: Sequence[dict], *, ax: Axes | None = None) -> Figure:
 
 def plot_training_memory(recipes: "Sequence[str | MemoryPlan] | None" = None, *,
                          ax: Axes | None = None) -> Figure:
-    """Draw the training bytes per parameter of each recipe as a bar stacked by weights, gradients and optimizer states.
+    """Draw the training bytes per parameter of each recipe as a bar stacked by working weights, FP32 master weights, gradients and moments.
 
     >>> plot_training_memory(["fp32", "deepseek-v3"]).axes[0].get_title().splitlines()[0]
     'Bytes per parameter: from 12 (deepseek-v3) to 16 (fp32)'
@@ -231,10 +231,17 @@ def plot_training_memory(recipes: "Sequence[str | MemoryPlan] | None" = None, *,
     fig, ax = figure_and_axes(ax, (8, 4))
     x = np.arange(len(recs))
     bottom = np.zeros(len(recs))
-    for kind in ("weights", "gradients", "optimizer"):
-        vals = np.array([r.bytes_per_param_of(kind) for r in recs])
-        ax.bar(x, vals, 0.6, bottom=bottom, color=_KIND_COLORS[kind], alpha=0.85,
-               label={"optimizer": "optimizer states (master weights, moments)"}.get(kind, kind))
+    # the FP32 master weights get their own segment: where they are the only copy (DeepSeek-V3's plan) the bar
+    # still shows the weights, and where a low-precision working copy exists both are visible
+    master = lambda r: sum(c.bytes_per_param for c in r.components if c.name == "master_weights")
+    segments = [("weights", "weights (working copy)", lambda r: r.bytes_per_param_of("weights"), _KIND_COLORS["weights"], None),
+                ("master", "FP32 master weights", master, _KIND_COLORS["optimizer"], "//"),
+                ("gradients", "gradients", lambda r: r.bytes_per_param_of("gradients"), _KIND_COLORS["gradients"], None),
+                ("optimizer", "optimizer moments", lambda r: r.bytes_per_param_of("optimizer") - master(r),
+                 _KIND_COLORS["optimizer"], None)]
+    for _, label, of, color, hatch in segments:
+        vals = np.array([of(r) for r in recs])
+        ax.bar(x, vals, 0.6, bottom=bottom, color=color, alpha=0.85, hatch=hatch, label=label)
         for xi, b, v in zip(x, bottom, vals):
             if v:
                 ax.text(xi, b + v / 2, f"{v:g}", ha="center", va="center", fontsize=8, color="white")
