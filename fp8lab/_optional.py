@@ -16,7 +16,7 @@ import sys
 from types import ModuleType
 from typing import Any
 
-__all__ = ["EXTRAS", "require", "LazyModule", "torch", "torch_loaded", "torch_available"]
+__all__ = ["EXTRAS", "require", "missing_extra", "LazyModule", "torch", "torch_loaded", "torch_available"]
 
 #: Which ``pip install 'fp8lab[extra]'`` brings each optional module.
 EXTRAS: dict[str, str] = {
@@ -42,11 +42,35 @@ def require(module: str, feature: str | None = None) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        top = module.split(".")[0]
-        extra = EXTRAS.get(top)
-        what = feature or f"this part of fp8lab"
-        hint = f"pip install 'fp8lab[{extra}]'" if extra else f"pip install {top}"
-        raise ImportError(f"{what} needs {top}, which is not installed: {hint}") from e
+        raise ImportError(_needs(module.split(".")[0], feature)) from e
+
+
+def _needs(top: str, feature: str | None) -> str:
+    extra = EXTRAS.get(top)
+    what = feature or "this part of fp8lab"
+    hint = f"pip install 'fp8lab[{extra}]'" if extra else f"pip install {top}"
+    return f"{what} needs {top}, which is not installed: {hint}"
+
+
+def missing_extra(err: BaseException, feature: str | None = None) -> str | None:
+    """The message naming the extra to install for an ImportError of an optional module (None for any other error).
+
+    An ImportError raised by :func:`require` already names it and is returned as it is; a bare
+    ``No module named 'torch'`` (an import that did not go through :func:`require`) gets the same wording.
+
+    >>> missing_extra(ModuleNotFoundError("No module named 'torch.nn'", name="torch.nn"), "fp8lab train")
+    "fp8lab train needs torch, which is not installed: pip install 'fp8lab[torch]'"
+    >>> missing_extra(ValueError("x")) is None
+    True
+    """
+    if not isinstance(err, ImportError):
+        return None
+    if "which is not installed: pip install" in str(err):
+        return str(err)
+    top = (getattr(err, "name", None) or "").split(".")[0]
+    if isinstance(err, ModuleNotFoundError) and top and top != "fp8lab":  # fp8lab's own module missing is a bug
+        return _needs(top, feature)
+    return None
 
 
 class LazyModule(ModuleType):

@@ -21,6 +21,8 @@ import pathlib
 import sys
 from typing import Callable, NoReturn, Sequence
 
+from ._optional import missing_extra
+
 __all__ = ["positive_int", "nonnegative_int", "fraction", "output_path", "CliParser", "one_line", "error_text",
            "run_command", "MAX_WHOLE", "DEBUG_ENV"]
 
@@ -116,12 +118,16 @@ def one_line(text: object) -> str:
 
 
 def error_text(err: BaseException) -> str:
-    """A one-line message for an exception: its text; a KeyError's key without the repr quotes; an OSError's reason and file.
+    """A one-line message for an exception: its text; a KeyError's key without the repr quotes; an OSError's reason and file;
+    for an optional module that is not installed, the extra to install (:func:`fp8lab._optional.missing_extra`).
 
     >>> error_text(KeyError("no question with id 'x'")), error_text(FileNotFoundError(2, "No such file or directory", "a.csv"))
     ("no question with id 'x'", "No such file or directory: 'a.csv'")
     """
-    if isinstance(err, KeyError) and len(err.args) == 1 and isinstance(err.args[0], str):
+    extra = missing_extra(err)
+    if extra is not None:
+        text = extra
+    elif isinstance(err, KeyError) and len(err.args) == 1 and isinstance(err.args[0], str):
         text = err.args[0]
     elif isinstance(err, OSError) and err.strerror:
         text = err.strerror + (f": {str(err.filename)!r}" if err.filename is not None else "")
@@ -155,6 +161,8 @@ def _print_err(line: str) -> None:
 
 def _is_expected(err: BaseException) -> bool:
     """Errors that say what is wrong with the input (or the files it names), as opposed to a bug."""
+    if missing_extra(err) is not None:  # an optional dependency that is not installed
+        return True
     if isinstance(err, (ValueError, TypeError, KeyError, OSError, argparse.ArgumentTypeError)):
         return True
     return type(err).__module__.split(".")[0] == "fp8lab"  # the project's own errors (NbgraderError, ...)
@@ -188,8 +196,8 @@ def run_command(make_parser: Callable[[], argparse.ArgumentParser], argv: Sequen
                 prepare: Callable[[argparse.Namespace], None] | None = None) -> int:
     """Parse ``argv`` with ``make_parser()``, run the chosen ``func`` and return its exit code, every error as one line.
 
-    Errors that describe bad input (ValueError, TypeError, KeyError, OSError, fp8lab's own) print
-    ``<prog>: error: <message>`` and return 2; any other exception prints its name and message with
+    Errors that describe bad input (ValueError, TypeError, KeyError, OSError, fp8lab's own) or a
+    missing optional dependency (named with its extra) print ``<prog>: error: <message>`` and return 2; any other exception prints its name and message with
     how to see the traceback (``FP8LAB_DEBUG=1``, which re-raises instead) and returns 1;
     Ctrl-C returns 130; a closed stdout (``fp8lab values bf16 | head -1``) returns 141 silently.
     argparse's own errors exit with code 2 (SystemExit) after one line, as :class:`CliParser` prints them.

@@ -13,6 +13,10 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
+
+from .._optional import require
+
+require("matplotlib", "fp8lab's plots")  # an ImportError that names the extra to install, if it is missing
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch

@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass
 from typing import Sequence
 
+from .._optional import require
 from .catalog import repo_root
 from .seed import SEED_ENV
 
@@ -196,6 +197,7 @@ def run_nbgrader(course: Course, args: Sequence[str], *, seed: int | None = None
     >>> run_nbgrader(main_course(), ["--version"]).stdout.splitlines()[-1]
     'nbgrader version 0.9.6'
     """
+    require("nbgrader", "the lab tooling")  # an ImportError that names the extra, if it is missing
     cmd = [sys.executable, "-m", "nbgrader", *args]
     try:
         proc = subprocess.run(cmd, cwd=course.root, env={**nbgrader_env(seed), **(env or {})}, stdout=subprocess.PIPE,

@@ -31,6 +31,7 @@ import subprocess
 import sys
 from typing import Sequence
 
+from .._optional import require
 from .catalog import get_lab, list_labs
 from .course import COURSE_ID, Course, NbgraderError, main_course, nbgrader_env
 
@@ -120,6 +121,7 @@ def release(labs: Sequence[str] | None = None, course: Course | None = None) -> 
     ...
     ValueError: unknown lab 'no_such_lab'; the labs are [...]
     """
+    require("nbgrader", "releasing labs into the exchange")  # an ImportError that names the extra, if it is missing
     course = course or main_course()
     names = list(labs) if labs else [lab.name for lab in list_labs()]
     exchange = course.grading / "exchange"

@@ -23,6 +23,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._optional import require
+
+require("nbgrader", "fp8lab's nbgrader preprocessors")  # an ImportError that names the extra, if it is missing
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from .scan import Cell, Finding, scan

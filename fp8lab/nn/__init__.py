@@ -7,6 +7,9 @@ This package imports torch; ``import fp8lab`` does not import it (use ``import f
 32
 """
 
+from .._optional import require
+
+require("torch", "fp8lab.nn (FP8 layers, convert, the tiny GPT)")  # an ImportError that names the extra, if it is missing
 from .convert import HEAD_NAMES, ConvertReport, convert
 from .linear import Fp8Linear, LayerState, weight_cache
 from .recipe import GEMMS, PRESETS, ROLES, LinearRecipe, TensorQuant

@@ -133,10 +133,9 @@ def _check_outputs(args: argparse.Namespace) -> tuple[Path | None, Path | None]:
     js = None if args.json is None else check_output_path(args.json, "--json")
     plot = None if args.plot is None else check_output_path(args.plot, "--plot")
     if plot is not None:
-        try:
-            from matplotlib.backend_bases import FigureCanvasBase
-        except ImportError:
-            raise ValueError("--plot needs matplotlib, which is not installed") from None
+        from .._optional import require
+
+        FigureCanvasBase = require("matplotlib.backend_bases", "fp8lab train --plot").FigureCanvasBase
         kinds = FigureCanvasBase.get_supported_filetypes()
         fmt = _plot_format(args.plot)
         if fmt not in kinds:
