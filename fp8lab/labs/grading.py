@@ -585,7 +585,7 @@ def export_rows(course: Course | None = None) -> list[dict[str, str]]:
                 elif late > 0:
                     status = "late"
                     reason = f"{_num(round(late))} s after the due date; late penalty {_num(float(sub.late_submission_penalty or 0))}"
-                elif sub.flagged or entry.get("findings"):
+                elif any(nb.flagged for nb in sub.notebooks) or entry.get("findings"):
                     status, reason = "flagged", "; ".join(entry.get("findings", [])[:5]) or "flagged in the formgrader"
                 else:
                     status, reason = "graded", ""
