@@ -4,6 +4,9 @@
 ``value_explorer`` (a number and a format) is backed by :func:`describe_value`. ipywidgets is
 imported only when a widget is built, so this module imports without it.
 
+Labels, tooltips and the text a widget shows are in the edition's language (:func:`fp8lab.lang.current`:
+Chinese in a kernel of ``make lab LANG=zh``); the plain functions take ``lang=`` (default: the same).
+
 >>> hex(flip(0x7E, 0, "e4m3"))
 '0x7f'
 >>> print(describe_code(0x7F, "e4m3"))
@@ -20,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from . import lang as _lang
 from ._optional import require
 from .codec import decode
 from .anatomy import bit_string, explain, fields
@@ -30,6 +34,27 @@ __all__ = ["flip", "field_of_bit", "describe_code", "describe_value", "bit_flipp
 
 #: ipywidgets button styles for the three fields (sign, exponent, mantissa; integer bits).
 _STYLES = {"sign": "danger", "exponent": "info", "mantissa": "success", "integer": ""}
+
+#: the widgets' words in Chinese (terms from fp8lab/data/termbase.toml)
+ZH = {"sign": "符号位", "exponent": "指数", "mantissa": "尾数", "integer": "整数位", "fields": "字段", "kind": "类型",
+      "value": "值", "error": "误差", "zero": "零", "subnormal": "次正规数", "normal": "正规数", "inf": "无穷大",
+      "NaN": "非数（NaN）", "format": "格式", "saturate": "饱和", "bit": "位", "in": "格式", "red": "红色",
+      "teal": "青色", "green": "绿色"}
+
+
+#: the words of :func:`fp8lab.explain`'s formulas for inf and NaN codes, in Chinese
+_ZH_FORMULA = {" (top exponent, mantissa 0)": "（最大指数，尾数 0）", " (top exponent, mantissa != 0)": "（最大指数，尾数 != 0）",
+               " (the all-ones code)": "（全一编码）", " (the negative-zero code)": "（负零编码）",
+               " (none: every code is a number)": "（无：每个编码都是数）"}
+
+
+def _word(word: str, lang: str | None = None) -> str:
+    """``word`` in the language ``lang`` (default: the edition's).
+
+    >>> _word("mantissa", "zh"), _word("mantissa", "en")
+    ('尾数', 'mantissa')
+    """
+    return _lang.pick(word, ZH.get(word, word), lang)
 
 
 def _check_code(code: int, f: Format) -> int:
@@ -68,20 +93,35 @@ def flip(code: int, bit: int, fmt: "str | Format") -> int:
     return code ^ (1 << int(bit))
 
 
-def describe_code(code: int, fmt: "str | Format") -> str:
-    """The bits, fields, kind and value of one code, with the arithmetic written out.
+def describe_code(code: int, fmt: "str | Format", lang: str | None = None) -> str:
+    """The bits, fields, kind and value of one code, with the arithmetic written out (in ``lang``, default the edition's).
 
-    >>> print(describe_code(0x01, "e4m3"))
+    >>> print(describe_code(0x01, "e4m3", lang="en"))
     0x01 = 0 0000 001 in float8_e4m3fn
       fields  sign 0, exponent 0, mantissa 1
       kind    subnormal
       value   (-1)^0 x 2^(1-7) x (1/8) = 0.001953125
+    >>> print(describe_code(0x01, "e4m3", lang="zh"))
+    0x01 = 0 0000 001（float8_e4m3fn）
+      字段  符号位 0，指数 0，尾数 1
+      类型  次正规数
+      值    (-1)^0 x 2^(1-7) x (1/8) = 0.001953125
     """
     f = get_format(fmt)
     code = _check_code(code, f)
     value = float(decode(np.asarray(code, dtype=f.code_dtype), f))
     e = explain(value, f)  # a decoded value is exact, so it explains the same code (NaN: the same kind)
     width = (f.bits + 3) // 4
+    zh = (_lang.check_lang(lang) if lang is not None else _lang.current()) == "zh"
+    if zh:
+        lines = [f"0x{code:0{width}X} = {bit_string(code, f)}（{f.name}）"]
+        if isinstance(f, FloatFormat):
+            s, ex, m = fields(code, f)
+            lines.append(f"  字段  {'符号位 ' + str(s) + '，' if f.signed else ''}指数 {ex}，尾数 {m}")
+        formula = e.formula
+        for en_words, zh_words in _ZH_FORMULA.items():
+            formula = formula.replace(en_words, zh_words)
+        return "\n".join(lines + [f"  类型  {ZH.get(e.kind, e.kind)}", f"  值    {formula}"])
     lines = [f"0x{code:0{width}X} = {bit_string(code, f)} in {f.name}"]
     if isinstance(f, FloatFormat):
         s, ex, m = fields(code, f)
@@ -113,24 +153,33 @@ def bit_flipper(fmt: "str | Format" = "e4m3", code: int = 0x38) -> Any:
     f = get_format(fmt)
     code = _check_code(code, f)
     bits = list(range(f.bits - 1, -1, -1))
+    lang = _lang.current()  # the widget keeps the language it was built in
+    def tip(b: int) -> str:
+        return f"第 {b} 位：{ZH[field_of_bit(b, f)]}" if lang == "zh" else f"bit {b}: {field_of_bit(b, f)}"
+
     buttons = [w.ToggleButton(value=bool(code >> b & 1), description=str(code >> b & 1),
                               button_style=_STYLES[field_of_bit(b, f)],
-                              tooltip=f"bit {b}: {field_of_bit(b, f)}",
+                              tooltip=tip(b),
                               layout=w.Layout(width="2.4em", padding="0")) for b in bits]
-    text = w.HTML(_pre(describe_code(code, f)))
+    text = w.HTML(_pre(describe_code(code, f, lang)))
 
     def refresh(change: dict) -> None:
         change["owner"].description = "1" if change["new"] else "0"
         current = sum(1 << b for b, btn in zip(bits, buttons) if btn.value)
-        text.value = _pre(describe_code(current, f))
+        text.value = _pre(describe_code(current, f, lang))
 
     for btn in buttons:
         btn.observe(refresh, names="value")
     swatch = lambda var, text: f"<span style='color:var({var})'><b>{text}</b></span>"
-    legend = w.HTML(f"<small>{f.name}: {swatch('--jp-error-color1', 'red')} = sign, "
-                    f"{swatch('--jp-info-color1', 'teal')} = exponent, "
-                    f"{swatch('--jp-success-color1', 'green')} = mantissa (the button colours); "
-                    "click a bit to flip it</small>")
+    if lang == "zh":
+        legend = w.HTML(f"<small>{f.name}：{swatch('--jp-error-color1', '红色')} = 符号位，"
+                        f"{swatch('--jp-info-color1', '青色')} = 指数，"
+                        f"{swatch('--jp-success-color1', '绿色')} = 尾数（按钮的颜色）；点击某一位即可翻转它</small>")
+    else:
+        legend = w.HTML(f"<small>{f.name}: {swatch('--jp-error-color1', 'red')} = sign, "
+                        f"{swatch('--jp-info-color1', 'teal')} = exponent, "
+                        f"{swatch('--jp-success-color1', 'green')} = mantissa (the button colours); "
+                        "click a bit to flip it</small>")
     box = w.VBox([legend, w.HBox(buttons), text])
     box.buttons, box.text = buttons, text
     return box
@@ -144,8 +193,9 @@ def value_explorer(x: float = 0.1, fmt: "str | Format" = "e4m3") -> Any:
     w = require("ipywidgets", "fp8lab's widgets")
 
     number = w.FloatText(value=float(x), description="x")
-    menu = w.Dropdown(options=[g.name for g in list_formats()], value=get_format(fmt).name, description="format")
-    saturate = w.Checkbox(value=False, description="saturate")
+    menu = w.Dropdown(options=[g.name for g in list_formats()], value=get_format(fmt).name,
+                      description=_word("format"))
+    saturate = w.Checkbox(value=False, description=_word("saturate"))
     text = w.HTML()
 
     def refresh(_: object = None) -> None:
@@ -159,20 +209,23 @@ def value_explorer(x: float = 0.1, fmt: "str | Format" = "e4m3") -> Any:
     return box
 
 
-def compare_formats_at(x: float, formats=("e4m3", "e5m2")) -> str:
-    """What ``x`` becomes in each format: the stored value, the relative error and the kind of code.
+def compare_formats_at(x: float, formats=("e4m3", "e5m2"), lang: str | None = None) -> str:
+    """What ``x`` becomes in each format: the stored value, the relative error and the kind of code (in ``lang``).
 
-    >>> print(compare_formats_at(2.0**-8 * 1.3))
+    >>> print(compare_formats_at(2.0**-8 * 1.3, lang="en"))
     x = 0.005078125
       float8_e4m3fn  0.005859375  error +15.38%  subnormal
       float8_e5m2    0.0048828125  error -3.85%  normal
+    >>> print(compare_formats_at(2.0**-8 * 1.3, lang="zh").splitlines()[1])
+      float8_e4m3fn  0.005859375  误差 +15.38%  次正规数
     """
     x = float(x)
     lines = [f"x = {x!r}"]
     for name in formats:
         e = explain(x, name)
-        err = f"error {e.relative_error:+.2%}" if e.relative_error == e.relative_error else "error -"
-        lines.append(f"  {get_format(name).name:14s} {e.value!r}  {err}  {e.kind}")
+        word = _word("error", lang)
+        err = f"{word} {e.relative_error:+.2%}" if e.relative_error == e.relative_error else f"{word} -"
+        lines.append(f"  {get_format(name).name:14s} {e.value!r}  {err}  {_word(e.kind, lang)}")
     return "\n".join(lines)
 
 
@@ -186,4 +239,5 @@ def magnitude_explorer(formats=("e4m3", "e5m2"), exponent: int = 0, mantissa: fl
     lo = min(int(np.floor(np.log2(f.min_subnormal))) for f in fs) - 2
     hi = max(int(np.ceil(np.log2(f.max))) for f in fs) + 1
     slider = w.IntSlider(value=int(exponent), min=lo, max=hi, step=1, description="log2 |x|", continuous_update=False)
-    return w.interactive(lambda e: print(compare_formats_at(mantissa * 2.0**e, formats)), e=slider)
+    lang = _lang.current()
+    return w.interactive(lambda e: print(compare_formats_at(mantissa * 2.0**e, formats, lang)), e=slider)

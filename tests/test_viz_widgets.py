@@ -212,3 +212,58 @@ def test_compare_formats_at_and_the_magnitude_slider() -> None:
     assert slider.min < math.log2(fl.get_format("e4m3").min_subnormal) and slider.max > math.log2(e5m2.max)
     slider.value = 17  # above E5M2's max (2^15.8): both overflow
     assert slider.value == 17
+
+
+# ----------------------------------------------------------------------------------------------
+# the edition's language (fp8lab.lang): the same numbers, the words in Chinese
+def _numbers(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?%?", text)
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2", "ue8m0", "fp4", "int8", "e3m2"])
+def test_describe_code_in_chinese_states_the_same_numbers_for_every_code(fmt: str) -> None:
+    f = fl.get_format(fmt)
+    for code in range(2**f.bits):
+        en, zh = widgets.describe_code(code, f, lang="en"), widgets.describe_code(code, f, lang="zh")
+        assert _numbers(en) == _numbers(zh), (hex(code), en, zh)
+        assert "类型" in zh and not any(w in zh for w in ("fields", "kind", "exponent", "mantissa", " in "))
+
+
+def test_compare_formats_at_in_chinese_states_the_same_numbers() -> None:
+    for x in (2.0**-8 * 1.3, 1e6, 0.0, -3.3, 1e-9):
+        en, zh = widgets.compare_formats_at(x, lang="en"), widgets.compare_formats_at(x, lang="zh")
+        assert _numbers(en) == _numbers(zh) and "误差" in zh and "error" not in zh
+
+
+def test_the_widgets_speak_the_language_they_are_built_in(capsys) -> None:
+    pytest.importorskip("ipywidgets")
+    from fp8lab.lang import use
+
+    with use("zh"):
+        flipper = widgets.bit_flipper("e4m3", code=0x38)
+        explorer = widgets.value_explorer(0.1, "e4m3")
+        slider = widgets.magnitude_explorer(("e4m3", "e5m2"), exponent=-8)
+    legend = flipper.children[0].value
+    assert "符号位" in legend and "尾数" in legend and "sign" not in legend
+    assert [b.tooltip for b in flipper.buttons[:2]] == ["第 7 位：符号位", "第 6 位：指数"]
+    assert "尾数" in flipper.text.value
+    flipper.buttons[0].value = True  # a change after the block: the widget keeps its language
+    assert "尾数" in flipper.text.value and "= -1.0" in flipper.text.value
+    assert (explorer.format.description, explorer.saturate.description) == ("格式", "饱和")
+    capsys.readouterr()
+    slider.children[0].value = -9  # outside a kernel the interactive's output goes to stdout
+    shown = capsys.readouterr().out + "".join(o.get("text", "") for o in slider.children[-1].outputs)
+    assert "误差" in shown and "次正规数" in shown
+    english = widgets.bit_flipper("e4m3", code=0x38)
+    assert "sign" in english.children[0].value and english.buttons[0].tooltip == "bit 7: sign"
+
+
+def test_a_chinese_kernel_gets_chinese_texts_from_the_environment() -> None:
+    import os
+
+    code = "from fp8lab import widgets; print(widgets.describe_code(0x38, 'e4m3'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "FP8LAB_LANG": "zh"}).stdout
+    assert "字段  符号位 0，指数 7，尾数 0" in out and "正规数" in out
