@@ -137,6 +137,15 @@ class QuantInfo(Mapping):
         return dataclasses.replace(self, **changes, present=present)
 
 
+class _Held:
+    """Float32 values a cast computed for a QTensor's codes, shared by the QTensor and its transposes (dropped once)."""
+
+    __slots__ = ("values", "dequantized")
+
+    def __init__(self, values: Any, dequantized: bool) -> None:
+        self.values, self.dequantized = values, dequantized
+
+
 @dataclass(frozen=True, eq=False)
 class QTensor:
     """A quantized tensor: integer ``codes`` of ``format`` and float32 blockwise ``scales``.
@@ -162,6 +171,9 @@ class QTensor:
     zero_point: Any = None
     info: QuantInfo = field(default_factory=QuantInfo)
     dtype: str = "float32"  #: what :meth:`dequantize` returns: float32, or float64 for float64 sources
+
+    #: the values its cast computed, kept for the GEMMs that read it: (holder, transposed) or None (not a field)
+    _hold = None
 
     def __post_init__(self) -> None:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 - frozen dataclass
@@ -235,6 +247,52 @@ class QTensor:
         """
         return decode(self.codes, self.format)
 
+    def hold_values(self, values: Any = None, *, dequantized: bool = False) -> "QTensor":
+        """Keep float32 values of the codes for the GEMMs that read this QTensor (torch only); returns ``self``.
+
+        ``values`` are what the cast computed in the same pass (``quantize_tensor(..., keep_values=)``),
+        laid out as ``codes``; by default the codes are decoded now, once, for several GEMMs.
+        ``dequantized=True`` says they hold value times scale (``dequantize()``'s float32 bits).
+        ``scaled_matmul`` reads them instead of decoding the codes again (the same bits), and
+        :meth:`transpose` shares them. They are a cache, never part of the QTensor's value.
+
+        >>> import torch
+        >>> q = QTensor(torch.tensor([[56, 64]], dtype=torch.uint8), torch.ones(1, 1), "e4m3").hold_values()
+        >>> q.held_values()[0].tolist(), q.T.held_values()[0].tolist()
+        ([[1.0, 2.0]], [[1.0], [2.0]])
+        """
+        if not is_torch(self.codes):
+            raise TypeError("hold_values keeps torch tensors; a numpy QTensor decodes when asked")
+        v = self.values() if values is None else values
+        if tuple(v.shape) != self.shape or v.dtype != torch.float32:
+            raise ValueError(f"held values are float32 of the codes' shape {self.shape}, got {v.dtype} {tuple(v.shape)}")
+        object.__setattr__(self, "_hold", (_Held(v, bool(dequantized)), False))
+        return self
+
+    def held_values(self) -> "tuple[Any, bool] | None":
+        """``(values, dequantized)`` kept by :meth:`hold_values` (transposed with the QTensor), or None.
+
+        >>> import torch
+        >>> QTensor(torch.zeros(1, 2, dtype=torch.uint8), torch.ones(1, 1), "e4m3").held_values() is None
+        True
+        """
+        h = self._hold
+        if h is None or h[0].values is None:
+            return None
+        v = h[0].values
+        return (v.t() if h[1] else v), h[0].dequantized
+
+    def drop_values(self) -> None:
+        """Forget the held values, here and in every transpose sharing them (a GEMM that scaled them in place does this).
+
+        >>> import torch
+        >>> q = QTensor(torch.zeros(1, 2, dtype=torch.uint8), torch.ones(1, 1), "e4m3").hold_values(); t = q.T
+        >>> q.drop_values(); t.held_values() is None
+        True
+        """
+        if self._hold is not None:
+            self._hold[0].values = None
+
     def expanded_scales(self):
         """``scales`` repeated to the tensor's shape.
 
@@ -305,8 +363,11 @@ class QTensor:
         if info.scale_codes is not None and np.ndim(info.scale_codes) == 2:
             info = info.replace(scale_codes=np.ascontiguousarray(np.asarray(info.scale_codes).T))
         zp = t(self.zero_point) if self.zero_point is not None else None
-        return dataclasses.replace(self, codes=t(self.codes), scales=t(self.scales), block=self.block[::-1],
-                                   zero_point=zp, info=info)
+        out = dataclasses.replace(self, codes=t(self.codes), scales=t(self.scales), block=self.block[::-1],
+                                  zero_point=zp, info=info)
+        if self._hold is not None:  # the held values, seen transposed (a view: no copy)
+            object.__setattr__(out, "_hold", (self._hold[0], not self._hold[1]))
+        return out
 
     @property
     def T(self) -> "QTensor":  # noqa: N802 - numpy's and torch's name

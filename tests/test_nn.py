@@ -203,8 +203,9 @@ def test_import_fp8lab_does_not_import_nn():
 
 @pytest.mark.parametrize("fmt", ["e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "fp4", "fp6_e3m2", "int8", "bf16"])
 def test_the_underflow_fraction_counted_on_codes_equals_counting_values(fmt):
-    """Fp8Linear counts grad_output's flushed elements on the codes; the values say the same."""
-    from fp8lab.nn.linear import _nonzero_flushed
+    """Fp8Linear counts grad_output's flushed elements on the codes (fl.flushed_fraction); the values say the same,
+    with the C kernels' one-pass count and without it, and for numpy input."""
+    from fp8lab.scaling import flushed_fraction
     from fp8lab.scaling import TensorScaling
     f = fl.get_format(fmt)
     g = torch.Generator().manual_seed(5)
@@ -221,15 +222,21 @@ def test_the_underflow_fraction_counted_on_codes_equals_counting_values(fmt):
     nz = x != 0
     want = float(((v == 0) & nz).sum()) / int(nz.sum())
     assert 0 < want < 1, "the case must flush some elements and keep others"
-    assert _nonzero_flushed(x, q) == pytest.approx(want, abs=0)
+    assert flushed_fraction(x, q) == pytest.approx(want, abs=0)
+    with fl.codec.disable_paths("ckernel"):
+        assert flushed_fraction(x, q) == pytest.approx(want, abs=0)
+    if f.bits < 16:
+        assert flushed_fraction(x.numpy(), fl.quantize_tensor(x.numpy(), f, TensorScaling())) == pytest.approx(want, abs=0)
 
 
-def _general_gemm(a, b, acc, *, va=None, vb=None, keep=(), dequantized=(False, False)):
-    """Fp8Linear's GEMM without its shortcut (operands decoded and scaled by scaled_matmul itself, every time)."""
+def _general_gemm(a, b, acc, consume=(False, False)):
+    """Fp8Linear's GEMM without its shortcut (operands decoded and scaled by scaled_matmul itself, every time:
+    copies of the QTensors without the values their casts held)."""
+    import dataclasses
     from fp8lab.gemm import scaled_matmul
     from fp8lab.qtensor import QTensor
     if isinstance(a, QTensor) and isinstance(b, QTensor):
-        return scaled_matmul(a, b, accumulator=acc)
+        return scaled_matmul(dataclasses.replace(a), dataclasses.replace(b), accumulator=acc)
     a = a.dequantize() if isinstance(a, QTensor) else a
     b = b.dequantize() if isinstance(b, QTensor) else b
     return a @ b

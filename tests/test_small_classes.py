@@ -410,6 +410,10 @@ def _bool_calls():
         ("LossScaler.update", "found_inf"): lambda b: S.LossScaler().update(b),
         ("quantize_fast_values", "dequantize"): lambda b: str(fast.quantize_fast_values(m, e4m3, S.TensorScaling(), dequantize=b)),
         ("quantize_fast_values", "contiguous"): lambda b: str(fast.quantize_fast_values(m, e4m3, S.TensorScaling(), contiguous=b)),
+        ("ScalingRequest", "transposed"): lambda b: fl.scaling.paths.select(fl.scaling.paths.ScalingRequest(
+            S.AxisScaling(pow2=True), e4m3, "torch", "cpu", "float32", (4, 64), transposed=b)).name,
+        ("QTensor.hold_values", "dequantized"): lambda b: str(fl.QTensor(torch.zeros(1, 2, dtype=torch.uint8), torch.ones(1, 1),
+                                                                       "e4m3").hold_values(dequantized=b).held_values()),
         ("TensorQuant", "saturate"): lambda b: bool(TensorQuant("e4m3", saturate=b).saturate == bool(b)),
         ("LinearRecipe", "loss_scaling"): lambda b: bool(LinearRecipe("r", loss_scaling=b).loss_scaling == bool(b)),
         ("LinearRecipe", "control"): lambda b: bool(LinearRecipe("r", control=b).control == bool(b)),

@@ -19,7 +19,8 @@ from ..codec.backend import torch
 from ..qtensor import QTensor
 from .accumulator import Accumulator
 from .checks import parse_out_dtype, prepare
-from .emulated import exact, limited
+from .decode import contiguous_values
+from .emulated import exact_values, limited
 from .native import native
 
 __all__ = ["scaled_matmul", "BACKENDS"]
@@ -37,8 +38,30 @@ def _to_numpy(t, dtype: str) -> np.ndarray:
     return t.numpy()
 
 
+def _exact_held(p, qa: QTensor, qb: QTensor, consume: tuple[bool, bool]):
+    """:func:`exact_values` with the values the operands hold (``QTensor.held_values``) instead of decoding their codes.
+
+    Decoded values serve every GEMM; dequantized ones (value times scale) a K-blocked GEMM only
+    (with one K-block the scales go to the result). A consumed operand's values are scaled in place
+    where the GEMM scales K-blocks, and dropped from the QTensor (and its transposes) afterwards.
+    """
+    vals, deq, used = [None, None], [False, False], [False, False]
+    if p.kind == "torch":
+        for i, q in enumerate((qa, qb)):
+            h = q.held_values()
+            if h is not None and (not h[1] or p.n_kblocks > 1):
+                vals[i], deq[i], used[i] = contiguous_values(h[0]), h[1], True
+    out = exact_values(p, vals[0], vals[1], consume=(consume[0] and used[0], consume[1] and used[1]),
+                       dequantized=(deq[0], deq[1]))
+    for q, c, u in zip((qa, qb), consume, used):
+        if c and u:
+            q.drop_values()
+    return out
+
+
 def scaled_matmul(qa: QTensor, qb: QTensor, out_dtype: Any = "float32", *,
-                  accumulator: Accumulator | None = None, backend: str = "emulated"):
+                  accumulator: Accumulator | None = None, backend: str = "emulated",
+                  consume: tuple[bool, bool] = (False, False)):
     """The product ``qa @ qb`` of two quantized matrices (M, K) and (K, N), with their scales applied.
 
     ``out_dtype`` (float32, bfloat16 or float16; a torch dtype, numpy dtype or name) is what the
@@ -47,6 +70,11 @@ def scaled_matmul(qa: QTensor, qb: QTensor, out_dtype: Any = "float32", *,
     ``torch._scaled_mm`` instead (E4M3FN/E5M2 operands, the hardware's own accumulator, so only the
     default ``Accumulator()``). numpy operands give a numpy array (bfloat16 as ``ml_dtypes.bfloat16``),
     torch operands a tensor on their device.
+
+    Where an operand holds the float32 values its cast computed (``QTensor.hold_values``), the
+    exact GEMM reads them instead of decoding its codes (the same bits). ``consume=(a, b)`` hands
+    an operand's held values over: a K-blocked GEMM may scale them in place, and they are dropped
+    from the QTensor afterwards (the training layer does this for operands no other GEMM reads).
 
     >>> import torch
     >>> from fp8lab.codec import encode
@@ -60,6 +88,8 @@ def scaled_matmul(qa: QTensor, qb: QTensor, out_dtype: Any = "float32", *,
     if not isinstance(acc, Accumulator):
         raise TypeError(f"accumulator must be an fp8lab Accumulator, got {type(acc).__name__}")
     dtype = parse_out_dtype(out_dtype)
+    if not (isinstance(consume, tuple) and len(consume) == 2 and all(isinstance(c, bool) for c in consume)):
+        raise TypeError(f"consume is a pair of bools (for qa, qb), got {consume!r}")
     p = prepare(qa, qb)
     if backend == "native":
         if not acc.exact:
@@ -67,7 +97,7 @@ def scaled_matmul(qa: QTensor, qb: QTensor, out_dtype: Any = "float32", *,
                              "only applies to backend='emulated'. Pass accumulator=Accumulator() (the default)")
         out = native(p, dtype)
     else:
-        out = exact(p) if acc.exact else limited(p, acc)
+        out = _exact_held(p, qa, qb, consume) if acc.exact else limited(p, acc)
         if dtype != "float32":
             out = out.to(getattr(torch, dtype))
     return out if p.kind == "torch" else _to_numpy(out, dtype)

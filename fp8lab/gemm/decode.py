@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import threading
 
+from ..codec import ckernels
 from ..codec.api import decode_tensor
 from ..codec.backend import torch
+from ..codec.paths import path_policy
 from ..codec.shift import shift_decodable, shift_decode
 from ..formats import Format
 
-__all__ = ["fast_decode", "shift_decodable", "decode_values", "workspace", "release_workspace"]
+__all__ = ["fast_decode", "shift_decodable", "decode_values", "workspace", "release_workspace", "contiguous_values"]
 
 _local = threading.local()
 
@@ -63,3 +65,22 @@ def decode_values(codes, fmt: Format, slot: str | None = None):
 
 
 fast_decode = shift_decode  #: the GEMM's name for :func:`fp8lab.codec.shift.shift_decode`
+
+
+def contiguous_values(v):
+    """``v`` laid out contiguously; a transposed float32 CPU matrix by the C kernels' tiled copy (faster than torch's here).
+
+    Every operand reaches the GEMM's matmul contiguous, whichever path made it: a BLAS may sum in
+    an order that depends on the operands' layout (MKL does for 1 to 3 rows, up to 10 ulp apart),
+    so one layout is what makes the paths agree bit for bit.
+
+    >>> import torch
+    >>> contiguous_values(torch.tensor([[1.0, 2.0]]).t()).is_contiguous()
+    True
+    """
+    if v.is_contiguous():
+        return v
+    if v.ndim == 2 and v.is_cpu and v.dtype == torch.float32 and v.t().is_contiguous() and \
+            "ckernel" not in path_policy()[1] and ckernels.available():
+        return ckernels.transposed(v.t())
+    return v.contiguous()

@@ -37,21 +37,13 @@ import math
 from collections import deque
 from typing import Any, Iterator
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..codec import ckernels, decode, encode, quantize
-from ..codec.paths import path_policy
-from ..codec.impl import code_values
-from ..gemm import Accumulator, scaled_matmul
-from ..gemm.checks import prepare
-from ..gemm.decode import decode_values
-from ..gemm.emulated import exact_values
-from ..formats import Format
+from ..codec import decode, encode, quantize
+from ..gemm import scaled_matmul
 from ..qtensor import QTensor
-from ..scaling import quantize_tensor
-from ..scaling.fast import quantize_fast_values
+from ..scaling import flushed_fraction, quantize_tensor
 from .recipe import ROLES, LinearRecipe, TensorQuant
 
 __all__ = ["Fp8Linear", "LayerState", "weight_cache"]
@@ -236,84 +228,17 @@ def _same_blocks_turned(scaling: Any, shape: tuple[int, int]) -> bool:
     return tuple(scaling.block_for(shape[::-1]))[::-1] == tuple(scaling.block_for(shape))
 
 
-def _contiguous(v: Any) -> Any:
-    """``v`` laid out contiguously (None stays None); a transposed float32 CPU matrix by the C kernels' tiled copy."""
-    if v is None or v.is_contiguous():
-        return v
-    if v.ndim == 2 and v.is_cpu and v.dtype == torch.float32 and v.t().is_contiguous() and _c_kernels_on():
-        return ckernels.transposed(v.t())
-    return v.contiguous()
+def _gemm(a: Any, b: Any, acc: Any, consume: tuple[bool, bool] = (False, False)) -> torch.Tensor:
+    """``a @ b`` through ``scaled_matmul`` when both are QTensors, else an FP32 matmul of the (dequantized) values.
 
-
-def _gemm(a: Any, b: Any, acc: Accumulator, *, va: Any = None, vb: Any = None, keep: tuple = (),
-          dequantized: tuple[bool, bool] = (False, False)) -> torch.Tensor:
-    """``a @ b`` through the emulated GEMM when both are QTensors, else an FP32 matmul of the (dequantized) values.
-
-    With exact accumulation it calls what ``scaled_matmul`` runs (emulated, FP32 out) directly, so that
-    ``va``/``vb``, the operands' values (from the cast, or decoded once for two GEMMs), can be handed
-    in; they are handed over (a K-blocked GEMM scales them in place) unless they are in ``keep``.
-    ``dequantized`` says which given values already hold value times scale (K-blocked operands).
-
-    Every operand reaches the matmul contiguous, whichever path made it (the C kernels' cast, which
-    may write it transposed, or the torch decode): a BLAS sums in an order that can depend on the
-    operands' layout (MKL does for 1 to 3 rows here, up to 10 ulp apart), so one layout is what
-    makes the two paths agree bit for bit (``tests/test_nn.py`` sweeps small M).
+    ``consume`` hands over the values an operand holds from its cast (no other GEMM reads them):
+    a K-blocked GEMM may then scale them in place instead of on a copy.
     """
     if isinstance(a, QTensor) and isinstance(b, QTensor):
-        if acc.exact:
-            p = prepare(a, b)
-            va, vb = _contiguous(va), _contiguous(vb)
-            kept = {k.untyped_storage().data_ptr() for k in keep if k is not None}
-            free = tuple(v is not None and v.untyped_storage().data_ptr() not in kept for v in (va, vb))
-            return exact_values(p, va=va, vb=vb, consume=free, dequantized=dequantized)
-        return scaled_matmul(a, b, accumulator=acc)
+        return scaled_matmul(a, b, accumulator=acc, consume=consume)
     a = a.dequantize() if isinstance(a, QTensor) else a
     b = b.dequantize() if isinstance(b, QTensor) else b
     return a @ b
-
-
-@functools.lru_cache(maxsize=64)
-def _zero_codes(fmt: Format) -> frozenset:
-    """The codes of ``fmt`` whose value is zero (+0 and -0 for most formats)."""
-    return frozenset(np.flatnonzero(code_values(fmt) == 0).tolist())
-
-
-def _c_kernels_on() -> bool:
-    """Whether the C kernels are available and not disabled (``disable_paths("ckernel")``) here (counts, copies)."""
-    return "ckernel" not in path_policy()[1] and ckernels.available()
-
-
-def _nonzero_flushed(x: torch.Tensor, q: Any) -> float:
-    """Fraction of the nonzero elements of ``x`` that quantized to zero (``q``: a QTensor or the rounded values).
-
-    A zero input always quantizes to zero, so the count is (zeros after) - (zeros before). For a
-    float QTensor the zeros are counted on its codes (the codes whose value is zero), which spares
-    decoding the tensor once more.
-    """
-    n = x.numel()
-    if (isinstance(q, QTensor) and q.zero_point is None and q.format.bits <= 8 and x.is_cpu and x.dtype == torch.float32
-            and x.is_contiguous() and q.codes.is_contiguous() and tuple(q.codes.shape) == tuple(x.shape)
-            and _c_kernels_on()):
-        nonzero, flushed = ckernels.flush_count(x, q.codes, q.format)  # both counts in one pass
-        return flushed / nonzero if nonzero else 0.0
-    nonzero = int(torch.count_nonzero(x))
-    if not nonzero:
-        return 0.0
-    if isinstance(q, QTensor):
-        if q.zero_point is None and q.format.bits <= 16:
-            zero_codes = _zero_codes(q.format)
-            sign = 1 << (q.format.bits - 1)
-            if zero_codes == {0, sign}:  # +0 and -0: the codes without their sign bit are zero
-                zeros_after = n - int(torch.count_nonzero(q.codes & (sign - 1)))
-            elif zero_codes == {0}:
-                zeros_after = n - int(torch.count_nonzero(q.codes))
-            else:
-                zeros_after = sum(int((q.codes == c).sum()) for c in zero_codes)
-        else:
-            zeros_after = n - int(torch.count_nonzero(q.values()))
-    else:
-        zeros_after = n - int(torch.count_nonzero(q))
-    return (zeros_after - (n - nonzero)) / nonzero
 
 
 def _pack_input(layer: "Fp8Linear", x2: torch.Tensor, qx: Any, bad_x: bool) -> tuple | None:
@@ -382,18 +307,17 @@ class _Fp8LinearFunction(torch.autograd.Function):
                        and _same_turned(r.input, tuple(x2.shape)))  # wgrad reads the same input QTensor
         reuse_w = bool(ctx.needs_input_grad[0] and r.weight is not None and r.fprop.exact and r.dgrad.exact
                        and _same_turned(r.weight, tuple(weight.shape)))  # dgrad reads the same weight QTensor
-        qx, vx, dqx, bad_x = layer._quantize("input", x2, axis=1, values=r.fprop.exact, reuse=reuse_x)
+        qx, bad_x = layer._quantize("input", x2, axis=1, values=r.fprop.exact, reuse=reuse_x)
         mode = layer._wmode
         cache = layer._wcache if mode == "use" else None
         if cache is not None:
-            qw, vw, dqw, bad_w = cache["w"]
+            qw, bad_w = cache["w"]
         else:
             # a cast kept for later micro-batches holds decoded codes (reuse=True), never consumed by a GEMM
-            qw, vw, dqw, bad_w = layer._quantize("weight", weight, axis=1, values=r.fprop.exact,
-                                                 reuse=reuse_w or mode == "store")
+            qw, bad_w = layer._quantize("weight", weight, axis=1, values=r.fprop.exact, reuse=reuse_w or mode == "store")
             if mode == "store":
-                cache = layer._wcache = {"weight": weight, "version": weight._version, "w": (qw, vw, dqw, bad_w)}
-        ctx.layer, ctx.qx, ctx.qw, ctx.vx, ctx.vw = layer, qx, qw, None, None
+                cache = layer._wcache = {"weight": weight, "version": weight._version, "w": (qw, bad_w)}
+        ctx.layer, ctx.qx, ctx.qw = layer, qx, qw
         ctx.cache, ctx.bad, ctx.token = cache, (bad_x, bad_w), layer._token
         ctx.packed = None
         if layer.save_fp8 and ctx.needs_input_grad[1]:
@@ -403,13 +327,10 @@ class _Fp8LinearFunction(torch.autograd.Function):
             ctx.qx, reuse_x = None, False
         else:
             ctx.save_for_backward(x2, weight)
-        if reuse_x and isinstance(qx, QTensor):
-            # both GEMMs read this operand: its values (from the cast, or decoded here) serve both
-            ctx.vx = vx = vx if vx is not None else decode_values(qx.codes, qx.format)
-        if reuse_w:
-            ctx.vw = vw
-        y = _gemm(qx, _t(qw), r.fprop, va=vx, vb=vw.t() if vw is not None else None,
-                  keep=(ctx.vx, ctx.vw, vw if cache is not None else None), dequantized=(dqx, dqw))
+        if reuse_x and isinstance(qx, QTensor) and qx.held_values() is None:
+            qx.hold_values()  # both GEMMs read this operand: decoded once here, for both
+        # values no other GEMM reads are handed over (a K-blocked GEMM scales them in place)
+        y = _gemm(qx, _t(qw), r.fprop, consume=(not reuse_x, not (reuse_w or cache is not None)))
         if bad_x or bad_w:
             y = y + 0.0 * (x2 @ weight.t())
         return y
@@ -435,7 +356,7 @@ class _Fp8LinearFunction(torch.autograd.Function):
         same_g = r.grad_output is None or _same_turned(r.grad_output, tuple(dy.shape))
         need_dx, need_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         reuse_g = bool(same_g and need_dx and need_dw and r.dgrad.exact and r.wgrad.exact)  # wgrad reads vdy again
-        qdy, vdy, dqdy, bad_dy = layer._quantize("grad_output", dy, axis=1,
+        qdy, bad_dy = layer._quantize("grad_output", dy, axis=1,
                                                  values=r.dgrad.exact or (same_g and r.wgrad.exact),
                                                  reuse=reuse_g or (same_g and need_dw))
         bad_x, bad_w = ctx.bad
@@ -443,38 +364,36 @@ class _Fp8LinearFunction(torch.autograd.Function):
         if need_dx:
             cache = ctx.cache
             if r.weight is None or _same_turned(r.weight, tuple(weight.shape)):
-                qw0, vw0, dqw0 = ctx.qw, ctx.vw, False
+                qw0 = ctx.qw
             elif cache is not None and "w0" in cache:
-                qw0, vw0, dqw0 = cache["w0"]
+                qw0 = cache["w0"]
             else:
-                qw0, vw0, dqw0, _ = layer._quantize("weight", weight, axis=0, record=False, values=r.dgrad.exact)
+                qw0 = layer._quantize("weight", weight, axis=0, record=False, values=r.dgrad.exact)[0]
                 if cache is not None:
-                    cache["w0"] = (qw0, vw0, dqw0)
-            keep = ((vdy,) if reuse_g else ()) + ((vw0,) if cache is not None else ())
-            dx = _gemm(qdy, qw0, r.dgrad, va=vdy, vb=vw0, keep=keep, dequantized=(dqdy, dqw0))
+                    cache["w0"] = qw0
+            dx = _gemm(qdy, qw0, r.dgrad, consume=(not reuse_g, cache is None))
             if bad_dy or bad_w:
                 dx = dx + 0.0 * (dy @ weight)
         if need_dw:
             # dy^T along M: quantizing dy^T itself gives wgrad's operand directly (no transpose there and back)
             if same_g:
-                qdyT, vdyT, dqdyT = _t(qdy), (vdy.t() if vdy is not None else None), dqdy
+                qdyT = _t(qdy)  # with the values it holds, if dgrad left them
             else:
-                qdyT, vdyT, dqdyT, _ = layer._quantize("grad_output", dy, axis=0, record=False, turned=True,
-                                                       values=r.wgrad.exact)
+                qdyT = layer._quantize("grad_output", dy, axis=0, record=False, turned=True, values=r.wgrad.exact)[0]
             same_x = r.input is None or _same_turned(r.input, tuple(x2.shape)) if xin is None else True
             if xin is not None:
-                qx0, vx0, dqx0 = xin, None, False
+                qx0 = xin
             elif same_x:
-                qx0, vx0, dqx0 = ctx.qx, ctx.vx, False
+                qx0 = ctx.qx
             else:
-                qx0, vx0, dqx0, _ = layer._quantize("input", x2, axis=0, record=False, values=r.wgrad.exact)
-            dw = _gemm(qdyT, qx0, r.wgrad, va=vdyT, vb=vx0, dequantized=(dqdyT, dqx0))
+                qx0 = layer._quantize("input", x2, axis=0, record=False, values=r.wgrad.exact)[0]
+            dw = _gemm(qdyT, qx0, r.wgrad, consume=(True, True))
             if bad_dy or bad_x:
                 xs = x2 if x2 is not None else ctx.packed[2]
                 if xs is None:  # only dy was not finite: any values of x carry it into dW
                     xs = xin.dequantize() if isinstance(xin, QTensor) else xin
                 dw = dw + 0.0 * (dy.t() @ xs)
-        ctx.qx = ctx.qw = ctx.vx = ctx.vw = ctx.cache = ctx.packed = None
+        ctx.qx = ctx.qw = ctx.cache = ctx.packed = None
         return dx, dw, None
 
 
@@ -606,24 +525,24 @@ class Fp8Linear(torch.nn.Linear):
 
     # ----- quantizing one role ------------------------------------------------------------------
     def _quantize(self, role: str, x: torch.Tensor, *, axis: int, record: bool = True, turned: bool = False,
-                  values: bool = False, reuse: bool = False) -> tuple[Any, Any, bool, bool]:
-        """``(cast, values, dequantized, nonfinite)``: ``x`` cast for ``role`` with its blocks along ``axis`` (a QTensor, a rounded tensor, or ``x``).
+                  values: bool = False, reuse: bool = False) -> tuple[Any, bool]:
+        """``(cast, nonfinite)``: ``x`` cast for ``role`` with its blocks along ``axis`` (a QTensor, a rounded tensor, or ``x``).
 
         ``nonfinite`` says that ``x`` held an inf or NaN that the cast may have clamped (a scaled or
         saturating cast); FP32 roles and non-saturating 16-bit roundings carry them through themselves.
 
         ``turned=True`` (with ``axis=0``) returns the QTensor of ``x.T`` instead of its transpose.
-        With ``values=True``, where the C kernels cast it, ``values`` is the QTensor's float32 values
-        computed in the same pass (else None): dequantized (``dequantized`` True) when the operand is
-        K-blocked along this GEMM's reduction axis (the last axis of the tensor cast) and read by
-        this GEMM only (``reuse=False``), else the decoded codes.
+        With ``values=True`` the QTensor keeps the float32 values its cast computes in the same pass
+        (``quantize_tensor(..., keep_values=)``, where the C kernels cast it), for the GEMM to read:
+        dequantized when the operand is K-blocked along this GEMM's reduction axis (the last axis of
+        the tensor cast) and read by this GEMM only (``reuse=False``), else the decoded codes.
         """
         tq: TensorQuant | None = getattr(self.recipe, role)
         record = record and not self._quiet  # a recomputed forward measures nothing new
         if tq is None:
             if record:
                 self.stats[role] = {"amax": float(x.abs().max()) if x.numel() else 0.0, "scale": 1.0, "saturated_blocks": 0}
-            return (x.t() if turned else x), None, False, False
+            return (x.t() if turned else x), False
         if tq.is_16bit:
             v = quantize(x, tq.format, saturate=tq.saturate)
             bad = False
@@ -632,9 +551,8 @@ class Fp8Linear(torch.nn.Linear):
                 bad = tq.saturate and not math.isfinite(amax)
                 if record:
                     self._record(role, x, v, amax=amax, scale=1.0, saturated=int(amax > tq.format.max))
-            return (v.t() if turned else v), None, False, bad
+            return (v.t() if turned else v), bad
         src = x if axis == 1 else x.t()
-        vals, deq = None, False
         if tq.scaling is None:  # a plain cast: scale 1
             q = QTensor(encode(src.detach().contiguous(), tq.format, saturate=tq.saturate),
                         torch.ones(1, 1, dtype=torch.float32, device=x.device), tq.format)
@@ -648,24 +566,23 @@ class Fp8Linear(torch.nn.Linear):
                     state = _copy_history(self._replay[role])
                 elif not getattr(self, "_advance", True):
                     state = _copy_history(state)  # evaluation reads the history without advancing it
-            # the fast path first, for the values it decodes on the way; quantize_tensor (the same QTensor) else
-            deq = values and not reuse and _k_blocked(tq.scaling, tuple(src.shape))
-            got = quantize_fast_values(src, tq.format, tq.scaling, state, dequantize=deq) if values else None
-            q, vals = got if got is not None else (quantize_tensor(src, tq.format, tq.scaling, state=state), None)
+            keep = None
+            if values:
+                keep = "values" if reuse or not _k_blocked(tq.scaling, tuple(src.shape)) else "dequantized"
+            q = quantize_tensor(src, tq.format, tq.scaling, state=state, keep_values=keep)
             amax, saturated = q.info.amax, q.info.saturated_blocks
             bad = bool(q.info.nonfinite_blocks)
         if axis == 0 and not turned:
-            q = q.transpose()
-            vals = vals.t() if vals is not None else None
+            q = q.transpose()  # the held values with it, as a view
         if record:
             self._record(role, x, q if role == "grad_output" else None, amax=amax,
                          scale=float(q.scales.max()) if q.scales.numel() else 1.0, saturated=saturated)
-        return q, vals, deq and vals is not None, bad
+        return q, bad
 
     def _record(self, role: str, x: torch.Tensor, values: Any, *, amax: float, scale: float, saturated: int) -> None:
         st = {"amax": float(amax), "scale": float(scale), "saturated_blocks": int(saturated)}
         if role == "grad_output" and values is not None:
-            st["underflow"] = _nonzero_flushed(x, values)
+            st["underflow"] = flushed_fraction(x, values)
         self.stats[role] = st
 
     # ----- forward ------------------------------------------------------------------------------

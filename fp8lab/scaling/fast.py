@@ -51,13 +51,11 @@ from ..qtensor import QTensor, QuantInfo
 from ..registry import get_format  # noqa: F401 - the examples use it
 from .base import Recipe
 from .delayed import DelayedScaling
-from .paths import FAST_RECIPES, Plan, ScalingRequest, band_rule, cast_dtype, plan, select
+from .paths import FAST_RECIPES, ScalingRequest, _Plan, _plan, band_rule, cast_dtype, select  # noqa: F401
 from .recipes import TensorScaling  # noqa: F401 - the examples use it
 
 __all__ = ["quantize_fast", "quantize_fast_values", "FAST_RECIPES"]
 
-_Plan = Plan  # the block layout of one recipe, shape and memory layout (scaling/paths.py)
-_DTYPE_NAMES = {torch.float32: "float32"}  # the request's dtype name without formatting the dtype each call
 
 
 def _block_amax(v, axes: tuple[int, ...], whole: bool):
@@ -114,12 +112,13 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
     # the element work runs in x's memory layout: a transposed matrix (the backward GEMMs quantize
     # x.T and dy.T) is worked on as its contiguous base with the block turned, never copied
     flip = x.ndim == 2 and not x.is_contiguous() and x.t().is_contiguous()
-    req = ScalingRequest(recipe, fmt, "torch", device_type, _DTYPE_NAMES.get(x.dtype) or str(x.dtype).removeprefix("torch."), shape, flip)
+    dtype = "float32" if x.dtype == torch.float32 else str(x.dtype).removeprefix("torch.")
+    req = ScalingRequest(recipe, fmt, "torch", device_type, dtype, shape, flip)
     path = select(req).name  # the table in scaling/paths.py says which path serves this call
     if path == "general":
         return None
     x = x.detach()
-    pl = plan(recipe, shape, flip)
+    pl = _plan(recipe, shape, flip)
     base = x.t() if flip else x.contiguous()
     if path == "fused_band":
         return _band(base, fmt, recipe, band_rule(recipe), pl, flip, want_values, dequantize, contiguous)

@@ -8,14 +8,20 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import numpy as np
 
+from ..codec import ckernels
+from ..codec.backend import is_torch, torch
+from ..codec.paths import path_policy
+from ..codec.tables import code_values
+from ..qtensor import QTensor
 from .blocks import to_numpy
 
-__all__ = ["sqnr_db", "error_stats"]
+__all__ = ["sqnr_db", "error_stats", "flushed_fraction"]
 
 
 _CHUNK = 1 << 18  # elements per float64 chunk: the temporaries stay in cache
@@ -92,3 +98,54 @@ def error_stats(x: Any, y: Any) -> dict[str, float]:
         "rmse": math.sqrt(acc["noise"] / acc["n"]) if acc["n"] else 0.0,
         "sqnr_db": _db(acc["signal"], acc["noise"]),
     }
+
+
+@functools.lru_cache(maxsize=64)
+def _zero_codes(fmt: Any) -> frozenset:
+    """The codes of ``fmt`` whose value is zero (+0 and -0 for most formats)."""
+    return frozenset(np.flatnonzero(code_values(fmt) == 0).tolist())
+
+
+def flushed_fraction(x: Any, q: Any) -> float:
+    """Fraction of the nonzero elements of ``x`` that quantized to zero: the underflow of a cast.
+
+    ``q`` is ``x``'s QTensor or its rounded values (same shape). A zero stays zero, so the count
+    is (zeros after) - (zeros before). A QTensor's zeros are counted on its codes (the codes whose
+    value is zero), in one C pass with the nonzeros where the kernels serve it, so nothing is
+    decoded again.
+
+    >>> import torch
+    >>> from fp8lab.scaling.quantize import quantize_tensor
+    >>> x = torch.tensor([[1.0, 1e-6, 0.0, 2.0]])
+    >>> flushed_fraction(x, quantize_tensor(x, "e4m3", "tensor")), flushed_fraction(x, torch.tensor([[1.0, 0.0, 0.0, 2.0]]))
+    (0.3333333333333333, 0.3333333333333333)
+    """
+    if not is_torch(x):
+        xa = np.asarray(x)
+        nonzero = int(np.count_nonzero(xa))
+        after = np.asarray(to_numpy(q.values() if isinstance(q, QTensor) else q))
+        return ((xa.size - int(np.count_nonzero(after))) - (xa.size - nonzero)) / nonzero if nonzero else 0.0
+    n = x.numel()
+    if (isinstance(q, QTensor) and q.zero_point is None and q.format.bits <= 8 and x.is_cpu and x.dtype == torch.float32
+            and x.is_contiguous() and q.codes.is_contiguous() and tuple(q.codes.shape) == tuple(x.shape)
+            and "ckernel" not in path_policy()[1] and ckernels.available()):
+        nonzero, flushed = ckernels.flush_count(x, q.codes, q.format)  # both counts in one pass
+        return flushed / nonzero if nonzero else 0.0
+    nonzero = int(torch.count_nonzero(x))
+    if not nonzero:
+        return 0.0
+    if isinstance(q, QTensor):
+        if q.zero_point is None and q.format.bits <= 16:
+            zero_codes = _zero_codes(q.format)
+            sign = 1 << (q.format.bits - 1)
+            if zero_codes == {0, sign}:  # +0 and -0: the codes without their sign bit are zero
+                zeros_after = n - int(torch.count_nonzero(q.codes & (sign - 1)))
+            elif zero_codes == {0}:
+                zeros_after = n - int(torch.count_nonzero(q.codes))
+            else:
+                zeros_after = sum(int((q.codes == c).sum()) for c in zero_codes)
+        else:
+            zeros_after = n - int(torch.count_nonzero(q.values()))
+    else:
+        zeros_after = n - int(torch.count_nonzero(q))
+    return (zeros_after - (n - nonzero)) / nonzero

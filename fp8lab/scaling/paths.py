@@ -73,10 +73,10 @@ class ScalingRequest:
 
 # ----- what the fast paths need: the blocks' layout, torch's cast, the C kernels --------------------
 @dataclass(frozen=True)
-class Plan:
+class _Plan:
     """Where the blocks of one recipe lie in a tensor of one shape and memory layout (a pure function of those).
 
-    >>> plan(BlockScaling((1, 128)), (4, 256), False).nb
+    >>> _plan(BlockScaling((1, 128)), (4, 256), False).nb
     (4, 2)
     """
 
@@ -86,11 +86,11 @@ class Plan:
     axes: tuple[int, ...]    #: the view's within-block axes (reduced for the amax)
     nb: tuple[int, ...]      #: blocks per axis of the tensor (the shape of ``scales``)
     nbb: tuple[int, ...]     #: blocks per axis of the memory layout
-    whole: bool              #: one block holds the whole tensor
+    whole: "bool"            #: one block holds the whole tensor
     divisor: tuple[int, ...]  #: the shape the layout's scales take to divide the view
 
 
-def _make_plan(recipe: Recipe, shape: tuple[int, ...], flip: bool) -> Plan | None:
+def _make_plan(recipe: Recipe, shape: tuple[int, ...], flip: bool) -> _Plan | None:
     block = recipe.block_for(shape)
     if any(n % b for n, b in zip(shape, block)):
         return None  # partial blocks are padded by the general path
@@ -108,19 +108,19 @@ def _make_plan(recipe: Recipe, shape: tuple[int, ...], flip: bool) -> Plan | Non
             axes.append(len(view) - 1)
             divisor += [n // b, 1]
     whole = all(n == 1 for i, n in enumerate(view) if i not in axes)
-    return Plan(tuple(block), tuple(bblock), tuple(view), tuple(axes), num_blocks(shape, block), num_blocks(base_shape, bblock),
+    return _Plan(tuple(block), tuple(bblock), tuple(view), tuple(axes), num_blocks(shape, block), num_blocks(base_shape, bblock),
                 whole, tuple(divisor))
 
 
 @functools.lru_cache(maxsize=4096)
-def _cached_plan(recipe: Recipe, shape: tuple[int, ...], flip: bool) -> Plan | None:
+def _cached_plan(recipe: Recipe, shape: tuple[int, ...], flip: bool) -> _Plan | None:
     return _make_plan(recipe, shape, flip)
 
 
-def plan(recipe: Recipe, shape: tuple[int, ...], flip: bool) -> Plan | None:
-    """The :class:`Plan` of ``recipe`` for ``shape`` (None: partial blocks), cached per recipe value.
+def _plan(recipe: Recipe, shape: tuple[int, ...], flip) -> _Plan | None:
+    """The :class:`_Plan` of ``recipe`` for ``shape`` (None: partial blocks), cached per recipe value.
 
-    >>> plan(BlockScaling((1, 128)), (4, 100), False) is None
+    >>> _plan(BlockScaling((1, 128)), (4, 100), False) is None
     True
     """
     try:
@@ -196,7 +196,7 @@ def _fast(r: ScalingRequest) -> str | None:
         return "an empty tensor"
     if cast_dtype(r.fmt, r.device) is None:
         return f"the saturating encode of {r.fmt.name} here is not torch's cast (codec path torch_cast)"
-    if plan(r.recipe, r.shape, r.transposed) is None:
+    if _plan(r.recipe, r.shape, r.transposed) is None:
         return "the blocks do not divide the shape (the general path pads)"
     return None
 
@@ -225,7 +225,7 @@ def _fused_band(r: ScalingRequest) -> str | None:
         return why
     if band_rule(r.recipe) is None:
         return "fuses only MX rceil scales and power-of-two row, column or 1xN scales"
-    if 1 not in plan(r.recipe, r.shape, r.transposed).bblock:
+    if 1 not in _plan(r.recipe, r.shape, r.transposed).bblock:
         return "needs blocks along rows or columns"
     return None
 

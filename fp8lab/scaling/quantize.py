@@ -19,7 +19,7 @@ from ..qtensor import QTensor
 from ..registry import get_format
 from ..validation import lookup_key
 from .base import Recipe
-from .fast import quantize_fast
+from .fast import quantize_fast, quantize_fast_values
 from .integer import IntScaling
 from .mx import MXScaling
 from .nvfp4 import NVFP4Scaling
@@ -107,7 +107,7 @@ def _warn_if_graph_cut(x: Any) -> None:
 
 
 def quantize_tensor(x: Any, fmt: "str | Format | None" = None, recipe: "Recipe | str | None" = None, *,
-                    state: Any = None) -> QTensor:
+                    state: Any = None, keep_values: str | None = None) -> QTensor:
     """Quantize ``x`` (numpy or torch, any shape) to ``fmt`` with a scaling ``recipe``, returning a QTensor.
 
     ``fmt`` defaults to the recipe's usual format (``e4m3``; ``fp4`` for NVFP4; ``int8`` for
@@ -124,6 +124,11 @@ def quantize_tensor(x: Any, fmt: "str | Format | None" = None, recipe: "Recipe |
     tensor that requires grad (under grad mode) gets a one-time warning saying so; ``fp8lab.nn``
     gives FP8 layers with gradients.
 
+    ``keep_values`` (``"values"`` or ``"dequantized"``) asks a float32 tensor's QTensor to keep
+    the float32 values its cast computes in the same pass (the decoded codes, or value times
+    scale), where the C kernels cast it (:meth:`QTensor.held_values`; ``scaled_matmul`` reads
+    them instead of decoding the codes again, the same bits). Elsewhere nothing is kept.
+
     >>> import numpy as np
     >>> q = quantize_tensor(np.array([[1.0, 2.0], [-4.0, 8.0]], np.float32), "e4m3", TensorScaling(pow2=True))
     >>> q.scales.tolist(), q.dequantize().tolist()
@@ -134,11 +139,21 @@ def quantize_tensor(x: Any, fmt: "str | Format | None" = None, recipe: "Recipe |
     recipe.check_format(fmt)
     if state is not None and not recipe.stateful:
         raise ValueError(f"{type(recipe).__name__} keeps no state between calls; state= is for DelayedScaling")
+    if keep_values not in (None, "values", "dequantized"):
+        raise ValueError(f"keep_values is None, 'values' or 'dequantized', got {keep_values!r}")
     _warn_if_graph_cut(x)
     if is_torch(x) and x.dtype == torch.float32:
-        q = quantize_fast(x, fmt, recipe, state)  # the same QTensor in a few torch operations, where it can
-        if q is not None:
-            return q
+        # the same QTensor by a fast path of the table in scaling/paths.py, where one serves the call
+        if keep_values is None:
+            q = quantize_fast(x, fmt, recipe, state)
+            if q is not None:
+                return q
+        else:
+            deq = keep_values == "dequantized"
+            got = quantize_fast_values(x, fmt, recipe, state, dequantize=deq)
+            if got is not None:
+                q, v = got
+                return q if v is None else q.hold_values(v, dequantized=deq)
     xf = _as_float(x)
     kw = {"state": state} if recipe.stateful else {}
     if xf.ndim > 0:
