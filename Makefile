@@ -18,13 +18,20 @@ NOLANG  := $(if $(filter command line,$(origin LANG)),env -u LANG,)
 
 venv: $(STAMP)
 
+# Each step says what it does before it starts; pip shows what it downloads and installs (the first run
+# downloads several hundred MB and takes minutes; the README gives the sizes).
 $(STAMP): requirements.txt pyproject.toml
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
-	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@test -x $(PY) || { echo "make: [1/5] creating the virtual environment $(VENV)/ with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
+	@echo "make: [2/5] upgrading pip in $(VENV)/"
+	@$(PY) -m pip install --quiet --upgrade pip
+	@echo "make: [3/5] installing the pinned dependencies of requirements.txt (pip's own progress follows)"
+	@$(PY) -m pip install --progress-bar on -r requirements.txt
+	@echo "make: [4/5] installing fp8lab itself (editable)"
+	@$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	@echo "make: [5/5] registering the Jupyter kernel python3 of $(VENV)/"
+	@$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	@touch $(STAMP)
+	@echo "make: $(VENV)/ is ready; to run the fp8lab command: source $(VENV)/bin/activate (or $(VENV)/bin/fp8lab --help)"
 
 # make lab opens your own working copy of the course (my_course/, made from notebooks/ on first run,
 # never overwritten); extra JupyterLab arguments go in ARGS, e.g. make lab ARGS="--port=8890 --no-browser"
@@ -63,12 +70,14 @@ exercises: $(STAMP)
 	$(PY) -m fp8lab.labs generate
 
 # make grade LAB=01_decode_exmy SUBMISSIONS=folder/of/<student id>.ipynb [JOBS=2]: generate, collect,
-# autograde, feedback, export (.grading/grades.csv); each step is also an `fp8lab labs` command
+# autograde (each submission in the bubblewrap sandbox: it refuses to grade where none can start),
+# the findings report, feedback, export (.grading/grades.csv); each step is also an `fp8lab labs` command
 grade: $(STAMP)
 	@test -n "$(LAB)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade LAB=01_decode_exmy SUBMISSIONS=folder [JOBS=2]"; exit 2; }
 	$(PY) -m fp8lab.labs generate $(LAB)
 	$(PY) -m fp8lab.labs collect $(LAB) $(SUBMISSIONS)
 	$(PY) -m fp8lab.labs autograde $(LAB) --jobs $(JOBS)
+	$(PY) -m fp8lab.labs report $(LAB)
 	$(PY) -m fp8lab.labs feedback $(LAB)
 	$(PY) -m fp8lab.labs export
 

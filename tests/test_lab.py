@@ -303,3 +303,20 @@ def test_the_fp8lab_command_runs_in_a_clean_shell_as_make_lab_says(tmp_path) -> 
         out = subprocess.run(["env", "-i", *(f"{k}={v}" for k, v in clean.items()), "bash", "-c", script],
                              capture_output=True, text=True, cwd=ROOT, timeout=120)
         assert out.returncode == 0 and "0x35" in out.stdout, (script, out.stdout[-2000:], out.stderr[-2000:])
+
+
+def test_the_first_make_lab_says_what_it_does_while_pip_works() -> None:
+    """The venv recipe names each step before it runs and lets pip show its progress for the big install."""
+    if subprocess.run(["make", "--version"], capture_output=True).returncode != 0:
+        pytest.skip("make is not installed")
+    out = subprocess.run(["make", "--no-print-directory", "-n", "-B", "-C", str(ROOT), ".venv/.installed"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = [ln.strip() for ln in out.stdout.splitlines() if ln.strip()]
+    work = [i for i, ln in enumerate(lines) if "-m pip" in ln or "-m venv" in ln or "ipykernel install" in ln]
+    assert len(work) >= 4, lines
+    for i in work:  # a step line comes first (the venv is created inside its own echo's block)
+        assert "echo" in lines[i] or (i > 0 and lines[i - 1].startswith("echo")), f"no step line before: {lines[i]}"
+    requirements = [ln for ln in lines if "-r requirements.txt" in ln]
+    assert requirements and all("--quiet" not in ln and " -q" not in ln for ln in requirements), requirements
+    assert any("activate" in ln for ln in lines)  # and how to run the fp8lab command, once it is ready
