@@ -238,3 +238,117 @@ def test_the_glossary_from_the_welcome_chapter_is_in_the_book(built):
     for term in GLOSSARY_TERMS:
         assert term in index and term in glossary, f"the glossary lacks {term}"
     assert glossary.count("<tr") >= 10 or glossary.count("<li") >= 10, "the glossary has fewer than ten entries"
+
+
+# --- the Chinese edition (make book LANG=zh) ----------------------------------------------------------------------
+
+def _fake_executed_course(tmp_path: Path) -> tuple[Path, Path]:
+    """Two chapters, their "executed" versions (a stream output and a figure with its Chinese rendering in the
+    metadata, as the kernel's figure hook stores it) and a Chinese catalogue: no kernel needed."""
+    from fp8lab.course.edition import catalogue_toml
+    from fp8lab.course.figtext import META_KEY
+
+    folder, executed = tmp_path / "notebooks", tmp_path / "executed"
+    (folder / "zh").mkdir(parents=True)
+    executed.mkdir()
+    png_en = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    png_zh = png_en.replace("ADUlEQVR42mNk", "ADUlEQVR42mNl")
+    nbs = {"00_a": nbformat.v4.new_notebook(cells=[
+               nbformat.v4.new_markdown_cell("# 00 — A\n\n> Why `a`?\n\n[next](01_b.ipynb), maths $2^{-9}$", id="m0"),
+               nbformat.v4.new_code_cell("print(6 * 7)", id="k0")]),
+           "01_b": nbformat.v4.new_notebook(cells=[
+               nbformat.v4.new_markdown_cell("# 01 — B\n\nThe figure below.", id="m1"),
+               nbformat.v4.new_code_cell("f", id="k1")])}
+    zh = {"00_a": {"m0": "# 00 — 甲\n\n> 为什么是 `a`？\n\n[下一章](01_b.ipynb)，数学 $2^{-9}$"},
+          "01_b": {"m1": "# 01 — 乙\n\n下面的图。"}}
+    for stem, nb in nbs.items():
+        nbformat.write(nb, folder / f"{stem}.ipynb")
+        (folder / "zh" / f"{stem}.toml").write_text(catalogue_toml(nb, stem, zh[stem]), encoding="utf-8")
+    nbs["00_a"].cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="42\n")]
+    nbs["01_b"].cells[1].outputs = [nbformat.v4.new_output("display_data", data={"image/png": png_en, "text/plain": "F"},
+                                                           metadata={META_KEY: {"zh": {"image/png": png_zh}}})]
+    for stem, nb in nbs.items():
+        nbformat.write(nb, executed / f"{stem}.ipynb")
+    return folder, executed
+
+
+def test_the_chinese_book_is_made_from_the_same_executed_chapters(tmp_path):
+    folder, executed = _fake_executed_course(tmp_path)
+    out = tmp_path / "book"
+    book.build(out, executed=executed, folder=folder)
+    book.build(out / "zh", executed=executed, folder=folder, lang="zh")
+    index = (out / "zh" / "index.html").read_text(encoding="utf-8")
+    assert "00 — 甲" in index and "01 — 乙" in index and "目录" in index and "lang='zh-CN'" in index
+    for term in GLOSSARY_TERMS:  # the glossary from the term base
+        assert term in index and term in (out / "zh" / "glossary.html").read_text(encoding="utf-8")
+    en_page, zh_page = ((out / sub / "01_b.html").read_text(encoding="utf-8") for sub in (".", "zh"))
+    en_img, zh_img = (re.findall(r'<img[^>]+src="data:image/png;base64,([^"]+)"', p) for p in (en_page, zh_page))
+    assert len(en_img) == len(zh_img) == 1 and en_img != zh_img and "ADUlEQVR42mNl" in zh_img[0]
+    assert "下面的图" in zh_page and "The figure below" not in zh_page and '<html lang="zh-CN"' in zh_page
+    assert 'href="01_b.html"' in (out / "zh" / "00_a.html").read_text(encoding="utf-8")  # links stay in the edition
+    assert "42" in (out / "zh" / "00_a.html").read_text(encoding="utf-8")  # outputs shared
+    book.build(out, executed=executed, folder=folder)  # rebuilding the English book keeps the Chinese one
+    assert (out / "zh" / "index.html").is_file() and (out / "index.html").is_file()
+    assert not any(folder.glob("*.html"))
+
+
+def test_every_page_asks_mathjax_only_for_fonts_the_book_ships(tmp_path):
+    """MathJax's default output font (TeX) is not in the pinned package: every page logged a missing font file."""
+    folder, executed = _fake_executed_course(tmp_path)
+    out = tmp_path / "book"
+    book.build(out, executed=executed, folder=folder)
+    shipped = book.mathjax_font_folders(out / "mathjax")
+    assert shipped == ["STIX-Web"]
+    page = (out / "00_a.html").read_text(encoding="utf-8")
+    config, loader = page.find(book.MATHJAX_FONTS), page.find('src="mathjax/MathJax.js')
+    assert 0 <= config < loader, "the font configuration must come before MathJax loads"
+    for name in re.findall(r'(?:preferredFont|webFont|font): "([^"]+)"', book.MATHJAX_FONTS):
+        assert name in shipped and (out / "mathjax" / "jax" / "output" / "HTML-CSS" / "fonts" / name).is_dir()
+    assert "availableFonts: [\"STIX-Web\"]" in book.MATHJAX_FONTS and "imageFont: null" in book.MATHJAX_FONTS
+
+
+@pytest.mark.parametrize("args, env_lang, edition", [
+    (["LANG=zh"], "en_US.UTF-8", "zh"), ([], "zh_CN.UTF-8", "en"), ([], "zh", "en"), (["LANG=en"], "C", "en")])
+def test_make_takes_the_edition_from_its_command_line_never_from_the_locale(args, env_lang, edition):
+    env = {**os.environ, "LANG": env_lang}
+    for target, expect in (("book", f"--lang {edition}"), ("lab", f"--lang {edition}")):
+        run = subprocess.run(["make", "-n", target, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+        lines = run.stdout.replace("\\\n", " ").splitlines()
+        cmd = next(line for line in lines if "tools/book.py" in line or "fp8lab.course.lab" in line)
+        assert expect in cmd, (target, args, env_lang, cmd)
+        assert ("env -u LANG" in cmd) == bool(args), cmd
+        if target == "book":
+            assert ("--out build/book/zh" in cmd) == (edition == "zh") and "--cache build/executed" in run.stdout
+
+
+@pytest.mark.kernel
+def test_the_chinese_book_has_every_chapter_its_figures_and_its_links_from_the_same_executions(built, course_cache):
+    """``make book LANG=zh`` on the run's cache after the English book: nothing is executed again (no new cache
+    entry), every chapter page has as many inline figures as the English one, in Chinese, and links stay inside."""
+    out, _, names = built
+    entries = sorted(p.name for p in course_cache.glob("*.ipynb"))
+    t = time.monotonic()
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "book.py"), "--out", str(out / "zh"), "--jobs", "1",
+                          "--cache", str(course_cache), "--cell-timeout", str(CELL_TIMEOUT_S), "--lang", "zh"],
+                         capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert run.returncode == 0, f"tools/book.py --lang zh failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    print(f"\nChinese book built in {time.monotonic() - t:.0f} s")
+    assert sorted(p.name for p in course_cache.glob("*.ipynb")) == entries, "the Chinese book executed a chapter again"
+    zh = out / "zh"
+    index = (zh / "index.html").read_text(encoding="utf-8")
+    for name in names:
+        page_name = name.replace(".ipynb", ".html")
+        en_page, zh_page = (out / page_name).read_text(encoding="utf-8"), (zh / page_name).read_text(encoding="utf-8")
+        images = [re.findall(r'<img[^>]+src="data:image/(?:png|svg\+xml)[;,]([^"]{0,200})', p) for p in (en_page, zh_page)]
+        assert len(images[1]) == len(images[0]) >= 1, f"{name}: {len(images[1])} figures in Chinese, {len(images[0])} in English"
+        assert images[1] != images[0], f"{name}: the Chinese page shows the English figures"
+        assert '<html lang="zh-CN"' in zh_page and re.search(r"[\u4e00-\u9fff]", zh_page)
+        for src in re.findall(r"<script[^>]*\bsrc=[\"']([^\"']+)", zh_page):
+            assert "://" not in src and (zh / src.split("?")[0]).is_file(), f"{name} loads {src}"
+        for href in HREF.findall(zh_page):
+            parts = urlsplit(html.unescape(href))
+            if not parts.scheme and parts.path.endswith(".html"):
+                assert (zh / Path(unquote(parts.path)).name).is_file() or parts.path.startswith(".."), (name, href)
+        assert f'href="{page_name}"' in index
+    for term in GLOSSARY_TERMS:
+        assert term in index
