@@ -314,3 +314,20 @@ def test_small_batches_give_the_same_bits_with_and_without_the_c_kernels(name):
                 got.append([y.detach(), xx.grad, lay.weight.grad, lay.bias.grad])
             for a, b in zip(*got):
                 assert torch.equal(a.view(torch.int32), b.view(torch.int32)), (name, tokens, k, n)
+
+
+def test_the_layer_reaches_the_library_through_its_public_entry_points():
+    """Fp8Linear speaks quantize_tensor and scaled_matmul (issue 20 §1): linear.py imports only the public packages
+    (codec, gemm, scaling), QTensor and its own recipe module, at module level or inside functions."""
+    import ast
+    from pathlib import Path
+    import fp8lab.nn.linear as linear_mod
+    tree = ast.parse(Path(linear_mod.__file__).read_text())
+    internal = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = "fp8lab" if node.level == 2 else "fp8lab.nn"
+            internal.add(f"{base}.{node.module}" if node.module else base)
+        elif isinstance(node, ast.Import):
+            internal |= {a.name for a in node.names if a.name.startswith("fp8lab")}
+    assert internal == {"fp8lab.codec", "fp8lab.gemm", "fp8lab.qtensor", "fp8lab.scaling", "fp8lab.nn.recipe"}

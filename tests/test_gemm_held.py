@@ -1,0 +1,81 @@
+"""Values a cast computed, held by its QTensor (QTensor.hold_values) and read by scaled_matmul: the same bits as
+decoding the codes, shared with transposes, and handed over (scaled in place, then dropped) only where asked."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+import fp8lab as fl
+from fp8lab.scaling import AxisScaling, BlockScaling, MXScaling, TensorScaling
+
+RECIPES = [TensorScaling(), AxisScaling(pow2=True), BlockScaling((1, 128)), MXScaling(scale_rounding="rceil")]
+
+
+def _q(x, recipe, keep):
+    return fl.quantize_tensor(x, "e4m3", recipe, keep_values=keep)
+
+
+@pytest.mark.parametrize("ra", range(len(RECIPES)))
+@pytest.mark.parametrize("rb", range(len(RECIPES)))
+@pytest.mark.parametrize("keep", ["values", "dequantized"])
+@pytest.mark.parametrize("consume", [(False, False), (True, True)])
+def test_held_values_give_the_bits_of_decoding_the_codes(ra, rb, keep, consume):
+    g = torch.Generator().manual_seed(ra * 10 + rb)
+    x, w = torch.randn(24, 256, generator=g) * 3, torch.randn(40, 256, generator=g)
+    qa, qw = _q(x, RECIPES[ra], keep), _q(w, RECIPES[rb], keep)
+    qb = qw.transpose()
+    plain = fl.scaled_matmul(dataclasses.replace(qa), dataclasses.replace(qb))  # copies hold nothing
+    before = [None if q.held_values() is None else q.held_values()[0].clone() for q in (qa, qb)]
+    got = fl.scaled_matmul(qa, qb, consume=consume)
+    assert torch.equal(got.view(torch.int32), plain.view(torch.int32))
+    kblocked = ra >= 2 or rb >= 2  # 1x128 and MX blocks split K: the GEMM scales operands, not the result
+    for q, b, c in zip((qa, qb), before, consume):
+        if b is None:
+            continue
+        h = q.held_values()
+        if c and (keep == "values" or kblocked):
+            assert h is None  # read by this GEMM and handed over: dropped
+        else:
+            assert h is not None and torch.equal(h[0], b)  # kept, never modified
+    if consume[1] and before[1] is not None and (keep == "values" or kblocked):
+        assert qw.held_values() is None  # the transpose shared the holder: dropped for both
+
+
+def test_the_held_values_are_what_the_codes_decode_to_and_transpose_as_views():
+    x = torch.randn(8, 128)
+    q = _q(x, TensorScaling(), "values")
+    if q.held_values() is None:
+        pytest.skip("the C kernels are not available: no values are computed in the cast")
+    v, deq = q.held_values()
+    assert not deq and torch.equal(v, q.values())
+    t = q.transpose()
+    assert torch.equal(t.held_values()[0], q.values().t()) and t.held_values()[0].data_ptr() == v.data_ptr()
+    d = _q(x, BlockScaling((1, 32)), "dequantized")
+    assert d.held_values()[1] and torch.equal(d.held_values()[0], d.dequantize())
+
+
+def test_dequantized_values_are_not_used_where_the_scales_go_to_the_result():
+    """With one K-block the GEMM scales the result, so value-times-scale operands would be scaled twice: ignored."""
+    x, w = torch.randn(8, 64) * 5, torch.randn(16, 64)
+    qa = fl.quantize_tensor(x, "e4m3", TensorScaling()).hold_values(fl.quantize_tensor(x, "e4m3", TensorScaling()).dequantize(),
+                                                                     dequantized=True)
+    qb = fl.quantize_tensor(w, "e4m3", TensorScaling()).transpose()
+    assert torch.equal(fl.scaled_matmul(qa, qb), fl.scaled_matmul(dataclasses.replace(qa), qb))
+
+
+def test_hold_values_checks_what_it_is_given():
+    q = fl.quantize_tensor(torch.randn(4, 32), "e4m3", TensorScaling())
+    with pytest.raises(ValueError, match="float32 of the codes' shape"):
+        q.hold_values(torch.zeros(4, 31))
+    with pytest.raises(ValueError, match="float32"):
+        q.hold_values(torch.zeros(4, 32, dtype=torch.float64))
+    import numpy as np
+    with pytest.raises(TypeError, match="torch"):
+        fl.quantize_tensor(np.ones((2, 2), np.float32), "e4m3").hold_values()
+    with pytest.raises(ValueError, match="keep_values"):
+        fl.quantize_tensor(torch.ones(2, 2), "e4m3", keep_values="yes")
+    with pytest.raises(TypeError, match="consume"):
+        fl.scaled_matmul(q, q.transpose(), consume=(1, 0))
