@@ -168,7 +168,7 @@ def test_the_examples_the_quiz_help_gives_select_questions() -> None:
         words = [w if w != "T" else "fp8" for w in words]
         args = parser.parse_args(words)
         assert quiz_cli._selected(args), line
-    assert ".apkg" not in quiz.format_help()  # offered before, never written
+    assert ".apkg" in quiz.format_help()  # offered, and written (tests/test_interview_export.py opens the package)
 
 
 # ----------------------------------------------------------------------------------------------

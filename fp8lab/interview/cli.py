@@ -4,7 +4,7 @@
     fp8lab quiz --topic fp8 --difficulty hard --n 5 --lang zh --seed 3
     fp8lab quiz --myths                           # only the myths (the same as --topic myths)
     fp8lab quiz --list [--topic T ...]            # id, topic, kind, difficulty, prompt
-    fp8lab quiz --export cards.txt [--lang both]  # Anki text import
+    fp8lab quiz --export cards.apkg [--lang both] # Anki package (genanki); cards.txt: Anki text import
     fp8lab quiz --verify                          # every schema problem and failing check; exit 1 if any
 
 Every --topic, --kind and --difficulty value offered selects at least one question; a --tag that no
@@ -29,22 +29,22 @@ import argparse
 
 from ..cli_types import output_path, positive_int
 from .bank import DIFFICULTIES, KINDS, TOPICS, get_question, load_bank, read_bank
+from .layout import fit, text_table
+from .messages import name, say
 
 __all__ = ["register", "list_rows"]
 
 
-def _shorten(text: str, width: int = 70) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 3].rstrip() + "..."
-
-
-def list_rows(questions) -> list[list[str]]:
-    """The rows of ``--list``: id, topic, kind, difficulty and the English prompt shortened.
+def list_rows(questions, lang: str = "en") -> list[list[str]]:
+    """The rows of ``--list``: id, topic, kind, difficulty and the prompt in ``lang``, cut to 70 columns.
 
     >>> list_rows([get_question("fp8-e4m3fn-max")])[0][:4]
     ['fp8-e4m3fn-max', 'fp8', 'numeric', 'easy']
+    >>> list_rows([get_question("fp8-e4m3fn-max")], "zh")[0][1:4]
+    ['FP8', '数值', '易']
     """
-    return [[q.id, q.topic, q.kind, q.difficulty, _shorten(q.text("prompt", "en"))] for q in questions]
+    return [[q.id, name("topic", q.topic, lang), name("kind", q.kind, lang), name("difficulty", q.difficulty, lang),
+             fit(q.text("prompt", lang), 70)] for q in questions]
 
 
 def _selected(args: argparse.Namespace):
@@ -74,16 +74,17 @@ def _cmd_quiz(args: argparse.Namespace) -> int:
     except KeyError as err:
         raise ValueError(err.args[0]) from None
     if args.list:
-        from ..tables import format_table
-
-        print(format_table(["id", "topic", "kind", "difficulty", "prompt"], list_rows(questions)))
-        print(f"\n{len(questions)} question{'s' if len(questions) != 1 else ''}")
+        lang = "en" if args.lang in (None, "both") else args.lang
+        headers = [say(k, lang) for k in ("id", "topic", "kind", "difficulty", "prompt")]
+        print(text_table(headers, list_rows(questions, lang)))
+        count = say("one_question", lang) if len(questions) == 1 else say("n_questions", lang, n=len(questions))
+        print(f"\n{count}")
         return 0
     if args.export:
         from .export import export
 
         path = export(args.export, questions, lang=args.lang or "en", deck=args.deck)
-        print(f"wrote {len(questions)} cards to {path}")
+        print(say("wrote_cards", "zh" if args.lang == "zh" else "en", n=len(questions), path=path))
         return 0
     lang = args.lang or "en"
     if lang == "both":
@@ -118,7 +119,8 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
                    help="language: en (default) or zh; both (one card, two languages) for --export")
     q.add_argument("--list", action="store_true", help="list the matching questions instead of asking them")
     q.add_argument("--export", metavar="FILE", type=output_path,
-                   help="write Anki flash cards to FILE.txt (Anki's text import, with its headers)")
+                   help="write Anki flash cards: FILE.apkg (an Anki package, needs genanki) or FILE.txt "
+                        "(Anki's text import, with its headers)")
     q.add_argument("--deck", default="fp8lab interview", help="the Anki deck name for --export")
     q.add_argument("--verify", action="store_true", help="check the whole bank (schema and every check)")
     q.set_defaults(func=_cmd_quiz)

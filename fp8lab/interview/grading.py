@@ -36,11 +36,11 @@ from fractions import Fraction
 from typing import Any, Iterable
 
 from .bank import LANGS, Question, parse_precision
-from .messages import say
+from .messages import header, name, say, source_name
 from .numbers import UnreadableAnswer, describe, read_number, read_quantity, read_unit, to_float
 
-__all__ = ["Grade", "grade", "read_response", "parse_number", "split_unit", "same_unit", "format_number",
-           "format_answer", "solution_parts", "solution_text", "solution_html", "question_text", "accepted_error",
+__all__ = ["Grade", "grade", "read_response", "unit_line", "question_header", "parse_number", "split_unit",
+           "same_unit", "format_number", "format_answer", "solution_parts", "solution_text", "solution_html", "question_text", "accepted_error",
            "UnreadableAnswer", "MAX_CHOICE_CHARS", "MAX_OPEN_CHARS"]
 
 #: The longest choice answer read (letters, or a choice's text); numbers: ``numbers.MAX_NUMBER_CHARS``.
@@ -194,7 +194,7 @@ def _tolerance_text(q: Question, lang: str) -> str:
             return ""
         return say("within_sig" if kind == "sig" else "within_dp", lang, n=n, example=example)
     if q.tolerance and Fraction(q.tolerance) >= stored:
-        return say("within", lang, tol=f"±{format_number(q.tolerance)}{(' ' + q.unit) if q.unit else ''}")
+        return say("within", lang, tol=f"±{format_number(q.tolerance)}{(' ' + name('unit', q.unit, lang)) if q.unit else ''}")
     if q.rel_tolerance:
         return say("within", lang, tol=f"±{format_number(q.rel_tolerance * 100)}%")
     return ""
@@ -322,7 +322,7 @@ def format_answer(q: Question, lang: str = "en") -> str:
         return ", ".join(q.answer or ())
     if q.kind == "numeric":
         text = format_number(q.answer)
-        return f"{text} {q.unit}" if q.unit else text
+        return f"{text} {name('unit', q.unit, lang)}" if q.unit else text
     return q.text("model_answer", lang)
 
 
@@ -363,7 +363,8 @@ def grade(question: Question, response: Any, lang: str = "en", *, self_assessed:
         notes = []
         if note:
             given = " ".join(response.split()) if isinstance(response, str) else f"{format_number(typed)} {unit}"
-            notes.append(say("converted", lang, given=given, value=f"{_short(x)} {question.unit}".strip()))
+            notes.append(say("converted", lang, given=given,
+                             value=f"{_short(x)} {name('unit', question.unit or '', lang)}".strip()))
         tol = _tolerance_text(question, lang)
         shown = say("answer_is", lang, answer=answer) + (f" {tol}" if tol and lang == "en" else tol)
         return Grade(ok, _join(lang, say("correct" if ok else "wrong", lang), *notes, shown), answer, explanation,
@@ -390,8 +391,29 @@ def question_text(q: Question, lang: str = "en") -> str:
     for letter, choice in zip(q.letters, q.items("choices", lang)):
         lines.append(f"  {letter}) {choice}")
     if q.kind == "numeric" and q.unit:
-        lines.append(f"  ({say('unit', lang)}: {q.unit})")
+        lines.append(f"  {unit_line(q, lang)}")
     return "\n".join(lines)
+
+
+def unit_line(q: Question, lang: str = "en") -> str:
+    """The note under a numeric prompt naming its unit: ``(unit: bytes)``, ``（单位：字节）``.
+
+    >>> from fp8lab.interview import get_question
+    >>> unit_line(get_question("kv-llama2-7b-per-token"), "zh")
+    '（单位：字节）'
+    """
+    unit = name("unit", q.unit or "", lang)
+    return f"（{say('unit', lang)}：{unit}）" if lang == "zh" else f"({say('unit', lang)}: {unit})"
+
+
+def question_header(q: Question, lang: str = "en") -> str:
+    """The line above a question: topic · kind · difficulty in ``lang`` (never the id, which can hint at the answer).
+
+    >>> from fp8lab.interview import get_question
+    >>> question_header(get_question("fp8-e4m3fn-max"), "zh")
+    'FP8 · 数值 · 易'
+    """
+    return header(q.topic, q.kind, q.difficulty, lang)
 
 
 def solution_parts(q: Question, lang: str = "en") -> list[tuple[str, "str | tuple[str, ...]"]]:
@@ -410,8 +432,9 @@ def solution_parts(q: Question, lang: str = "en") -> list[tuple[str, "str | tupl
         parts.append((say("answer_is", lang, answer=format_answer(q, lang)), ""))
     parts.append((say("explanation", lang), q.text("explanation", lang)))
     if q.is_myth:
-        parts.append((say("claim", lang), f"\u201c{q.text('claim', lang)}\u201d ({say('claim_source', lang)}: "
-                      f"{q.claim_source})"))
+        source = source_name(q.claim_source or "", lang)
+        where = f"（{say('claim_source', lang)}：{source}）" if lang == "zh" else f" ({say('claim_source', lang)}: {source})"
+        parts.append((say("claim", lang), f"\u201c{q.text('claim', lang)}\u201d{where}"))
         parts.append((say("correction", lang), q.text("correction", lang)))
     return parts
 

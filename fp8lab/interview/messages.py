@@ -4,13 +4,15 @@
 '正确。'
 >>> say("answer_is", "en", answer="448")
 'The answer is 448.'
+>>> name("topic", "int8_fp4", "zh"), name("unit", "bytes", "zh")
+('INT8 与 FP4', '字节')
 """
 
 from __future__ import annotations
 
 from .bank import LANGS
 
-__all__ = ["MESSAGES", "say"]
+__all__ = ["MESSAGES", "NAMES", "say", "name", "source_name", "header"]
 
 MESSAGES: dict[str, dict[str, str]] = {
     "correct": {"en": "Correct.", "zh": "正确。"},
@@ -124,6 +126,62 @@ MESSAGES: dict[str, dict[str, str]] = {
                    "zh": "（ipywidgets 不可用：下面列出题目，答案附在最后。）"},
     "answers": {"en": "Answers", "zh": "答案"},
     "check_yourself": {"en": "Check yourself", "zh": "自测"},
+    # --list
+    "id": {"en": "id", "zh": "编号"},
+    "kind": {"en": "kind", "zh": "题型"},
+    "difficulty": {"en": "difficulty", "zh": "难度"},
+    "prompt": {"en": "prompt", "zh": "题目"},
+    "n_questions": {"en": "{n} questions", "zh": "共 {n} 题"},
+    "one_question": {"en": "1 question", "zh": "共 1 题"},
+    "wrote_cards": {"en": "wrote {n} cards to {path}", "zh": "已把 {n} 张卡片写入 {path}"},
+}
+
+#: What the quiz shows for a topic, a kind, a difficulty, a unit and a claim's kind of source, per language.
+NAMES: dict[str, dict[str, dict[str, str]]] = {
+    "topic": {
+        "float_anatomy": {"en": "float_anatomy", "zh": "浮点数结构"},
+        "fp16_bf16": {"en": "fp16_bf16", "zh": "FP16 与 BF16"},
+        "fp8": {"en": "fp8", "zh": "FP8"},
+        "microscaling": {"en": "microscaling", "zh": "微缩放（MX）"},
+        "scaling": {"en": "scaling", "zh": "缩放"},
+        "gemm": {"en": "gemm", "zh": "GEMM"},
+        "training": {"en": "training", "zh": "训练"},
+        "int8_fp4": {"en": "int8_fp4", "zh": "INT8 与 FP4"},
+        "kv_memory": {"en": "kv_memory", "zh": "KV 缓存与显存"},
+        "hardware": {"en": "hardware", "zh": "硬件"},
+        "myths": {"en": "myths", "zh": "流传的说法"},
+    },
+    "kind": {
+        "single": {"en": "single", "zh": "单选"},
+        "multiple": {"en": "multiple", "zh": "多选"},
+        "numeric": {"en": "numeric", "zh": "数值"},
+        "open": {"en": "open", "zh": "问答"},
+    },
+    "difficulty": {
+        "easy": {"en": "easy", "zh": "易"},
+        "medium": {"en": "medium", "zh": "中"},
+        "hard": {"en": "hard", "zh": "难"},
+    },
+    "unit": {
+        "bytes": {"en": "bytes", "zh": "字节"},
+        "FLOP/byte": {"en": "FLOP/byte", "zh": "FLOP/字节"},
+        "bits": {"en": "bits", "zh": "位"},
+        "decades": {"en": "decades", "zh": "个十进制数量级"},
+        "digits": {"en": "digits", "zh": "位十进制数字"},
+        "elements": {"en": "elements", "zh": "个元素"},
+        "sequences": {"en": "sequences", "zh": "条序列"},
+        "tokens": {"en": "tokens", "zh": "个 token"},
+    },
+    "source": {
+        "Chinese AI-infra campus-recruiting interview notes": {"en": "Chinese AI-infra campus-recruiting interview notes",
+                                                               "zh": "AI Infra 校招面经"},
+        "Chinese AI-infra interview notes": {"en": "Chinese AI-infra interview notes", "zh": "AI Infra 面经"},
+        "Chinese LLM interview-prep article": {"en": "Chinese LLM interview-prep article", "zh": "大模型面试备考文章"},
+        "Chinese tech-forum explainer post": {"en": "Chinese tech-forum explainer post", "zh": "技术论坛科普帖"},
+        "FP8 tutorial blog post": {"en": "FP8 tutorial blog post", "zh": "FP8 教程博客"},
+        "FP8 tutorial blog post with a Python demo": {"en": "FP8 tutorial blog post with a Python demo",
+                                                      "zh": "附 Python 演示的 FP8 教程博客"},
+    },
 }
 
 
@@ -138,3 +196,35 @@ def say(key: str, lang: str = "en", **values: object) -> str:
     if key not in MESSAGES:
         raise KeyError(f"no message {key!r}")
     return MESSAGES[key][lang].format(**values)
+
+
+def name(table: str, key: str, lang: str = "en") -> str:
+    """The learner-facing name of a topic, kind, difficulty or unit in ``lang``; an unlisted key is shown as it is.
+
+    >>> name("kind", "numeric", "zh"), name("unit", "GiB", "zh"), name("difficulty", "hard", "en")
+    ('数值', 'GiB', 'hard')
+    """
+    if lang not in LANGS:
+        raise ValueError(f"lang must be one of {LANGS}, got {lang!r}")
+    if table not in NAMES:
+        raise KeyError(f"no name table {table!r}; the tables are {', '.join(NAMES)}")
+    return NAMES[table].get(key, {}).get(lang, key)
+
+
+def source_name(claim_source: str, lang: str = "en") -> str:
+    """A myth's ``claim_source`` in ``lang``: each ``;``-separated kind of source named from :data:`NAMES`.
+
+    >>> source_name("FP8 tutorial blog post; Chinese AI-infra interview notes", "zh")
+    'FP8 教程博客；AI Infra 面经'
+    """
+    parts = [name("source", p.strip(), lang) for p in claim_source.split(";")]
+    return ("；" if lang == "zh" else "; ").join(parts)
+
+
+def header(topic: str, kind: str, difficulty: str, lang: str = "en") -> str:
+    """A question's header line: topic · kind · difficulty, named in ``lang``.
+
+    >>> header("fp8", "numeric", "easy", "zh")
+    'FP8 · 数值 · 易'
+    """
+    return " · ".join([name("topic", topic, lang), name("kind", kind, lang), name("difficulty", difficulty, lang)])

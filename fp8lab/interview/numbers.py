@@ -618,7 +618,8 @@ for _sp in ("x", "×", "✕", "✖", "⨉", "⨯", "times", "fold", "倍"):
 for _sp in ("%", "percent", "pct", "百分比"):
     _SIMPLE[_sp] = Unit("%", "1", Fraction(1, 100))
 _SIMPLE["‰"] = Unit("‰", "1", Fraction(1, 1000))
-for _sp in ("decade", "decades", "数量级", "个数量级", "orderofmagnitude", "ordersofmagnitude"):
+for _sp in ("decade", "decades", "数量级", "个数量级", "十进制数量级", "个十进制数量级", "orderofmagnitude",
+            "ordersofmagnitude"):
     _SIMPLE[_sp] = Unit("decades", "decade", _ONE)
 for _names, _f, _canon in ((("s", "sec", "secs", "second", "seconds", "秒"), _ONE, "s"),
                            (("ms", "msec", "millisecond", "milliseconds", "毫秒"), Fraction(1, 10**3), "ms"),

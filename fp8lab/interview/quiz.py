@@ -21,10 +21,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Sequence, TextIO
 
-from ..tables import format_table
 from .bank import LANGS, TOPICS, Question
-from .grading import grade, question_text, read_response, solution_parts, solution_text
-from .messages import say
+from .layout import text_table
+from .grading import grade, question_header, question_text, read_response, solution_parts, solution_text
+from .messages import name, say
 
 __all__ = ["Outcome", "QuizResult", "select_questions", "run_quiz", "score_table"]
 
@@ -137,11 +137,12 @@ def score_table(result: QuizResult, lang: str = "en") -> str:
     pct = f"{100 * result.correct / result.answered:.0f}%" if result.answered else "-"
     line = say("score", lang, correct=result.correct, answered=result.answered, pct=pct, skipped=result.skipped,
                unseen=result.unseen)
-    rows = [[t, c["asked"], c["answered"], c["correct"], c["skipped"]] for t, c in result.by_topic().items()]
+    rows = [[name("topic", t, lang), c["asked"], c["answered"], c["correct"], c["skipped"]]
+            for t, c in result.by_topic().items()]
     if not rows:
         return line
     headers = [say(k, lang) for k in ("topic", "asked", "answered", "n_correct", "n_skipped")]
-    return f"{line}\n\n{say('by_topic', lang)}\n{format_table(headers, rows, align='lrrrr')}"
+    return f"{line}\n\n{say('by_topic', lang)}\n{text_table(headers, rows, align='lrrrr')}"
 
 
 class _Session:
@@ -187,7 +188,7 @@ def _prompt(q: Question, lang: str) -> str:
     if q.kind == "multiple":
         return say("prompt_multi", lang)
     if q.kind == "numeric":
-        return say("prompt_number", lang, unit=q.unit or say("pure_number", lang))
+        return say("prompt_number", lang, unit=name("unit", q.unit, lang) if q.unit else say("pure_number", lang))
     return say("prompt_open", lang)
 
 
@@ -255,7 +256,7 @@ def run_quiz(questions: Sequence[Question], *, lang: str = "en", input: TextIO |
     stopped = False
     for i, q in enumerate(questions, 1):
         s.say()
-        s.say(f"[{i}/{len(questions)}] {q.topic} · {q.kind} · {q.difficulty}")
+        s.say(f"[{i}/{len(questions)}] {question_header(q, lang)}")
         s.say(question_text(q, lang))
         outcome = _one(s, q)
         if outcome is None:

@@ -8,9 +8,8 @@ The logic lives in :class:`QuestionCard` and :class:`QuizStepper`; their methods
 ``hint``, ``show_answer``, ``self_assess``, ``next``, ``previous``) are what the buttons call.
 Without ipywidgets, :func:`check_yourself` prints the questions (answers not shown) instead.
 
->>> print(questions_text(["fp8-e4m3fn-max"]))  # doctest: +ELLIPSIS
+>>> print(questions_text(["fp8-e4m3fn-max"], "en"))
 1. What is the largest finite value of OCP FP8 E4M3 (float8_e4m3fn)?
-...
 """
 
 from __future__ import annotations
@@ -18,9 +17,10 @@ from __future__ import annotations
 import html
 from typing import Any, Callable, Sequence
 
+from ..lang import current
 from .bank import LANGS, Question, get_question, load_bank
-from .grading import Grade, grade, question_text, solution_html
-from .messages import say
+from .grading import Grade, grade, question_header, question_text, solution_html
+from .messages import name, say
 from .quiz import select_questions
 
 __all__ = ["QuestionCard", "QuizStepper", "check_yourself", "quiz_widget", "questions_text"]
@@ -40,22 +40,25 @@ def _questions(items: "Sequence[str | Question]") -> list[Question]:
     return out
 
 
-def _lang(lang: str) -> str:
+def _lang(lang: str | None) -> str:
+    """``lang`` checked, or the edition's language (:func:`fp8lab.lang.current`) when None."""
+    if lang is None:
+        return current()
     if lang not in LANGS:
         raise ValueError(f"lang must be one of {LANGS}, got {lang!r}")
     return lang
 
 
-def questions_text(ids: "Sequence[str | Question]", lang: str = "en") -> str:
+def questions_text(ids: "Sequence[str | Question]", lang: str | None = None) -> str:
     """The questions as numbered plain text, answers left out (the fallback where widgets do not render).
 
     >>> questions_text(["fp8-e4m3fn-max"], "zh").splitlines()[0].endswith("最大有限值是多少？")
     True
     """
-    _lang(lang)
+    lang = _lang(lang)
     blocks = []
     for i, q in enumerate(_questions(ids), 1):
-        blocks.append(f"{i}. {question_text(q, lang)}\n   ({q.id}; fp8lab quiz --id {q.id})")
+        blocks.append(f"{i}. {question_text(q, lang)}")
     return "\n\n".join(blocks)
 
 
@@ -66,7 +69,7 @@ class QuestionCard:
     run after every grading (the stepper keeps its score with them).
     """
 
-    def __init__(self, question: Question, lang: str = "en", number: str = "") -> None:
+    def __init__(self, question: Question, lang: str | None = None, number: str = "") -> None:
         import ipywidgets as w
 
         self.question, self.lang = question, _lang(lang)
@@ -76,7 +79,8 @@ class QuestionCard:
         self.on_graded: list[Callable[["QuestionCard"], None]] = []
         q = question
         title = f"<b>{html.escape(number)}</b> " if number else ""
-        meta = f"<span style='color:gray;font-size:small'>{q.topic} · {q.kind} · {q.difficulty}</span>"
+        meta = f"<span style='color:gray;font-size:small'>{html.escape(question_header(q, self.lang))}</span>"
+        lang = self.lang
         self.prompt = w.HTML(f"<p>{title}{html.escape(q.text('prompt', lang))}<br>{meta}</p>")
         full = w.Layout(width="95%")
         self.choice_boxes: list[Any] = []
@@ -88,7 +92,7 @@ class QuestionCard:
                                  for k, c in zip(q.letters, q.items("choices", lang))]
             self.input = w.VBox(self.choice_boxes)
         elif q.kind == "numeric":
-            unit = f" ({q.unit})" if q.unit else ""
+            unit = f" ({name('unit', q.unit, self.lang)})" if q.unit else ""
             self.input = w.Text(placeholder="12, 2^-9, 1.5e-3" + unit, description=say("your_answer", lang),
                                 style={"description_width": "initial"})
         else:
@@ -189,12 +193,12 @@ def _why(q: Question, lang: str) -> str:
 class QuizStepper:
     """A quiz of several cards shown one at a time, with Previous / Next and a running score."""
 
-    def __init__(self, questions: Sequence[Question], lang: str = "en") -> None:
+    def __init__(self, questions: Sequence[Question], lang: str | None = None) -> None:
         import ipywidgets as w
 
         if not questions:
             raise ValueError("a quiz needs at least one question")
-        self.lang = _lang(lang)
+        self.lang = lang = _lang(lang)
         n = len(questions)
         self.cards = [QuestionCard(q, lang, say("question_n", lang, i=i, n=n)) for i, q in enumerate(questions, 1)]
         self.index = 0
@@ -239,19 +243,25 @@ class QuizStepper:
         return self.index
 
 
-def check_yourself(ids: "Sequence[str | Question]", lang: str = "en", *, widgets: bool | None = None) -> Any:
+def check_yourself(ids: "Sequence[str | Question]", lang: str | None = None, *, widgets: bool | None = None) -> Any:
     """The "Check yourself" block of a chapter: the given questions as widget cards (a ``VBox`` with ``.cards``).
 
     Where ipywidgets is missing (or ``widgets=False``) it prints the questions, answers not shown,
     and returns None.
 
-    >>> check_yourself(["fp8-e4m3fn-max"], widgets=False)  # doctest: +ELLIPSIS
+    ``lang`` defaults to the edition's language (:func:`fp8lab.lang.current`), so the Chinese chapters ask in Chinese.
+
+    >>> check_yourself(["fp8-e4m3fn-max"], "en", widgets=False)
     Check yourself
     1. What is the largest finite value of OCP FP8 E4M3 (float8_e4m3fn)?
-    ...
+    >>> from fp8lab.lang import use
+    >>> with use("zh"):
+    ...     check_yourself(["fp8-e4m3fn-max"], widgets=False)  # doctest: +ELLIPSIS
+    自测
+    1. ...最大有限值是多少？
     """
     questions = _questions(ids)
-    _lang(lang)
+    lang = _lang(lang)
     if not questions:
         raise ValueError("check_yourself needs at least one question id")
     if widgets is None:
@@ -274,7 +284,7 @@ def check_yourself(ids: "Sequence[str | Question]", lang: str = "en", *, widgets
 
 
 def quiz_widget(questions: "Sequence[str | Question] | None" = None, *, topic: "str | Sequence[str] | None" = None,
-                n: int | None = 10, seed: int | None = None, lang: str = "en") -> Any:
+                n: int | None = 10, seed: int | None = None, lang: str | None = None) -> Any:
     """A mixed quiz in the notebook: ``n`` questions (of ``topic``, or the given ones) one at a time, with a score.
 
     Returns the ``VBox`` to display; its ``.quiz`` is the :class:`QuizStepper` behind it.
