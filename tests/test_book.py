@@ -254,13 +254,14 @@ def _fake_executed_course(tmp_path: Path) -> tuple[Path, Path]:
     png_en = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
     png_zh = png_en.replace("ADUlEQVR42mNk", "ADUlEQVR42mNl")
     nbs = {"00_a": nbformat.v4.new_notebook(cells=[
-               nbformat.v4.new_markdown_cell("# 00 — A\n\n> Why `a`?\n\n[next](01_b.ipynb), maths $2^{-9}$", id="m0"),
+               nbformat.v4.new_markdown_cell("# 00 — A\n\n> Why `a`?\n\n[next](01_b.ipynb), maths $2^{-9}$\n\n"
+                                             "## Course map\n\nThe map.", id="m0"),
                nbformat.v4.new_code_cell("print(6 * 7)", id="k0")]),
            "01_b": nbformat.v4.new_notebook(cells=[
-               nbformat.v4.new_markdown_cell("# 01 — B\n\nThe figure below.", id="m1"),
+               nbformat.v4.new_markdown_cell("# 01 — B\n\nThe figure below; [the map](00_a.ipynb#Course-map).", id="m1"),
                nbformat.v4.new_code_cell("f", id="k1")])}
-    zh = {"00_a": {"m0": "# 00 — 甲\n\n> 为什么是 `a`？\n\n[下一章](01_b.ipynb)，数学 $2^{-9}$"},
-          "01_b": {"m1": "# 01 — 乙\n\n下面的图。"}}
+    zh = {"00_a": {"m0": "# 00 — 甲\n\n> 为什么是 `a`？\n\n[下一章](01_b.ipynb)，数学 $2^{-9}$\n\n## 课程地图\n\n地图。"},
+          "01_b": {"m1": "# 01 — 乙\n\n下面的图；[课程地图](00_a.ipynb#Course-map)。"}}
     for stem, nb in nbs.items():
         nbformat.write(nb, folder / f"{stem}.ipynb")
         (folder / "zh" / f"{stem}.toml").write_text(catalogue_toml(nb, stem, zh[stem]), encoding="utf-8")
@@ -286,6 +287,8 @@ def test_the_chinese_book_is_made_from_the_same_executed_chapters(tmp_path):
     assert len(en_img) == len(zh_img) == 1 and en_img != zh_img and "ADUlEQVR42mNl" in zh_img[0]
     assert "下面的图" in zh_page and "The figure below" not in zh_page and '<html lang="zh-CN"' in zh_page
     assert 'href="01_b.html"' in (out / "zh" / "00_a.html").read_text(encoding="utf-8")  # links stay in the edition
+    assert 'href="00_a.html#Course-map"' in zh_page  # and so do anchors: the Chinese heading carries the English one
+    assert 'id="Course-map"' in (out / "zh" / "00_a.html").read_text(encoding="utf-8")
     assert "42" in (out / "zh" / "00_a.html").read_text(encoding="utf-8")  # outputs shared
     book.build(out, executed=executed, folder=folder)  # rebuilding the English book keeps the Chinese one
     assert (out / "zh" / "index.html").is_file() and (out / "index.html").is_file()
@@ -347,8 +350,12 @@ def test_the_chinese_book_has_every_chapter_its_figures_and_its_links_from_the_s
             assert "://" not in src and (zh / src.split("?")[0]).is_file(), f"{name} loads {src}"
         for href in HREF.findall(zh_page):
             parts = urlsplit(html.unescape(href))
-            if not parts.scheme and parts.path.endswith(".html"):
-                assert (zh / Path(unquote(parts.path)).name).is_file() or parts.path.startswith(".."), (name, href)
+            if not parts.scheme and parts.path.endswith(".html") and not parts.path.startswith(".."):
+                target = zh / Path(unquote(parts.path)).name
+                assert target.is_file(), (name, href)
+                if parts.fragment and CHAPTER.match(target.name.replace(".html", ".ipynb")):
+                    ids = {v for i in IDS.findall(target.read_text(encoding="utf-8")) for v in (i, unquote(i))}
+                    assert unquote(parts.fragment) in ids, f"{name}: {href}: no such anchor in the Chinese book"
         assert f'href="{page_name}"' in index
     for term in GLOSSARY_TERMS:
         assert term in index

@@ -43,7 +43,7 @@ from .prose import _CODE_LIKE, _CODE_SPAN, numbers_in_prose, unbacked_numbers, F
 
 __all__ = ["CATALOGUE_DIR", "Entry", "Catalogue", "Finding", "en_sha256", "load_catalogue", "catalogue_for",
            "render", "numbers_view", "english_runs", "term_findings", "check_translation", "unbacked_in_edition",
-           "catalogue_toml", "write_edition", "edition_kernel", "EDITION_LANGS"]
+           "catalogue_toml", "write_edition", "edition_kernel", "heading_anchor", "anchored", "EDITION_LANGS"]
 
 #: the folder of the Chinese catalogues (``notebooks/zh`` of this checkout)
 CATALOGUE_DIR = Path(__file__).resolve().parents[2] / "notebooks" / "zh"
@@ -162,9 +162,48 @@ def render(nb: Any, catalogue: Catalogue | None, lang: str = "zh") -> Any:
     entries = catalogue.entries if catalogue is not None else {}
     for cell in out.cells:
         if cell.get("cell_type") == "markdown" and cell.get("id") in entries:
-            cell["source"] = entries[cell["id"]].zh
+            cell["source"] = anchored(_source(cell), entries[cell["id"]].zh)
     swap_figures(out, lang)
     return out
+
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
+
+
+def heading_anchor(heading: str) -> str:
+    """The anchor JupyterLab and nbconvert give a heading: its text, markdown removed, spaces as dashes.
+
+    >>> heading_anchor("Course map"), heading_anchor("4. The `scale` of [a tensor](x.ipynb)")
+    ('Course-map', '4.-The-scale-of-a-tensor')
+    """
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+    text = re.sub(r"<[^>]+>|[`*_]", "", text).strip()
+    return text.replace(" ", "-")
+
+
+def anchored(en: str, zh: str) -> str:
+    """``zh`` with each heading carrying the anchor of the English heading in the same place, so that links such
+    as ``00_welcome.ipynb#Course-map`` keep their target in the Chinese edition (headings keep level and order).
+
+    >>> anchored("## Course map\\ntext", "## 课程地图\\n正文")
+    '## 课程地图 <a id="Course-map" name="Course-map"></a>\\n正文'
+    """
+    en_heads = [(len(m.group(1)), heading_anchor(m.group(2))) for m in _HEADING.finditer(_fenceless(en))]
+    zh_heads = list(_HEADING.finditer(_fenceless(zh)))
+    if not en_heads or len(en_heads) != len(zh_heads):
+        return zh
+    out, pos = [], 0
+    for (level, anchor), m in zip(en_heads, zh_heads):
+        if level != len(m.group(1)) or anchor == heading_anchor(m.group(2)) or f'id="{anchor}"' in m.group(0):
+            continue
+        out += [zh[pos:m.end()], f' <a id="{anchor}" name="{anchor}"></a>']
+        pos = m.end()
+    return "".join(out) + zh[pos:]
+
+
+def _fenceless(markdown: str) -> str:
+    """The markdown with fenced code blanked (same length), so that a ``#`` comment is no heading."""
+    return re.sub(r"^\s*```.*?^\s*```", lambda m: re.sub(r"[^\n]", " ", m.group(0)), markdown, flags=re.S | re.M)
 
 
 # --- reading Chinese prose with the English number reader ----------------------------------------------------
