@@ -59,6 +59,14 @@ def _np():
 def _tag(v: Any, depth: int) -> Any:
     if depth > _MAX_DEPTH:
         raise WireError("a value nested more than 20 levels deep")
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(v, (np.ndarray, np.generic)):  # first: np.float64 is a float too
+        a = np.asarray(v)
+        if a.dtype.kind not in _KINDS or a.dtype.names is not None:
+            raise WireError(f"a numpy value of dtype {a.dtype}, which the grader does not read back")
+        tag = "$scalar" if isinstance(v, np.generic) else "$array"
+        data = base64.b64encode(np.ascontiguousarray(a).tobytes()).decode("ascii")
+        return {tag: {"dtype": a.dtype.str, "shape": list(a.shape), "data": data}}
     if v is None or isinstance(v, (bool, str)):
         return v
     if isinstance(v, int):
@@ -75,14 +83,6 @@ def _tag(v: Any, depth: int) -> Any:
         if not all(isinstance(k, str) for k in v):
             raise WireError("a dict whose keys are not all strings")
         return {"$dict": {k: _tag(x, depth + 1) for k, x in v.items()}}
-    np = sys.modules.get("numpy")
-    if np is not None and isinstance(v, (np.ndarray, np.generic)):
-        a = np.asarray(v)
-        if a.dtype.kind not in _KINDS or a.dtype.names is not None:
-            raise WireError(f"a numpy value of dtype {a.dtype}, which the grader does not read back")
-        tag = "$scalar" if isinstance(v, np.generic) else "$array"
-        data = base64.b64encode(np.ascontiguousarray(a).tobytes()).decode("ascii")
-        return {tag: {"dtype": a.dtype.str, "shape": list(a.shape), "data": data}}
     raise WireError(f"a {type(v).__name__}, which the grader does not read back (send numbers, strings, "
                     "tuples, lists, dicts or numpy arrays)")
 
