@@ -157,8 +157,8 @@ def prepare_panels(course: Course | None = None) -> str:
         return (f"labs: could not release them into {where}, so JupyterLab's Assignments panel will be empty "
                 f"({' '.join(summary.split())[:300]}); `fp8lab labs release` tries again")
     if released:
-        return f"labs: released {len(released)} of {len(labs)} into {where} (JupyterLab: Nbgrader > Assignments)"
-    return f"labs: all {len(labs)} released in {where} are current (JupyterLab: Nbgrader > Assignments)"
+        return f"labs: released {len(released)} of {len(labs)} into {where} (JupyterLab: Nbgrader > Assignment List)"
+    return f"labs: all {len(labs)} released in {where} are current (JupyterLab: Nbgrader > Assignment List)"
 
 
 if __name__ == "__main__":
