@@ -32,6 +32,7 @@ TERMBASE = pathlib.Path(__file__).with_name("data") / "termbase.toml"
 _KEYS = {"en", "zh", "avoid", "meaning", "meaning_zh", "chapter", "only_where_en", "instead"}
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _PAREN = re.compile(r"（[^（）]*）|\([^()]*\)")
+_CODE = re.compile(r"(`+)(?:(?!\1).)+\1", re.S)
 
 
 @dataclass(frozen=True)
@@ -167,12 +168,15 @@ def check_zh(zh_text: str, en_text: str | None = None) -> list[str]:
     []
     >>> check_zh("跨越 9 个十进制数量级")
     []
+    >>> check_zh("调用 `tensor_core_平局()` 即可")  # code spans are not prose
+    []
     """
     if not isinstance(zh_text, str):
         raise TypeError(f"check_zh takes the Chinese text as a string, got {type(zh_text).__name__}")
     if en_text is not None and not isinstance(en_text, str):
         raise TypeError(f"en_text must be a string or None, got {type(en_text).__name__}")
     entries = terms()
+    zh_text = _CODE.sub(lambda m: " " * len(m.group(0)), zh_text)  # code spans are code, not prose
     accepted = _accepted_spans(zh_text, entries)
     problems: list[str] = []
     taken: list[tuple[int, int]] = []
