@@ -26,6 +26,7 @@ import nbformat
 import pytest
 
 from fp8lab.course.chapters import CHAPTERS, chapter, neighbours
+from fp8lab.course.claims import chapter_claims, claim_mismatches
 from fp8lab.course.prose import cited_numbers, numbers_in_prose, numbers_in_text, unbacked_numbers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +43,12 @@ CHAPTER_BUDGET_S = 60
 CHAPTER_WALL_LIMIT_S = 300
 #: what the issue asks to be defined where first used, and how a definition is marked (the term in bold)
 JARGON = {"binade": r"\*\*binades?\*\*", "ulp": r"\*\*ulp\*\*", "decade": r"\*\*decades?\*\*", "TF32": r"\*\*TF32\*\*",
-          "GEMM": r"\*\*GEMMs?\*\*", "epilogue": r"\*\*epilogue\*\*", "HBM": r"\*\*HBM\*\*", "RoPE": r"\*\*RoPE\*\*"}
+          "GEMM": r"\*\*GEMMs?\*\*", "epilogue": r"\*\*epilogue\*\*", "HBM": r"\*\*HBM\*\*", "RoPE": r"\*\*RoPE\*\*",
+          "WGMMA": r"\*\*WGMMAs?\*\*", "TMA": r"\*\*TMA\*\*"}
+#: terms whose definition must also come before their first use inside that chapter, not just somewhere in it
+DEFINED_BEFORE_USE = {"WGMMA", "TMA"}
+#: chapters whose prose compares computed results, so they must state claims (chapter 00 and 11 only point elsewhere)
+CLAIMING_CHAPTERS = [c.stem for c in CHAPTERS if c.stem[:2] not in ("00", "11")]
 GLOSSARY_REQUIRED = ["尾数", "指数偏置", "次正规数", "缩放因子", "主权重"]
 
 
@@ -218,27 +224,98 @@ def test_jargon_is_defined_where_first_used() -> None:
         for path in order:
             text = "\n".join(s for _, s in markdown(read(path)))
             if word.search(text):
-                if not re.search(bold, text, re.I if term.islower() else 0):
+                defined = re.search(bold, text, re.I if term.islower() else 0)
+                if not defined:
                     problems.append(f"{term!r} is first used in {path.name} but not defined there (in bold)")
+                elif term in DEFINED_BEFORE_USE and word.search(text).start() < defined.start() + 2:
+                    problems.append(f"{term!r} is used in {path.name} before its definition (in bold)")
                 break
     assert not problems, problems
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_every_claim_marked_in_the_prose_is_asserted_in_the_code(path: Path) -> None:
+    """A sentence that compares computed results carries ``<!-- claim:ID -->``; the cell that computes them
+    calls ``claim("ID", condition, statement)``. The two sets are equal (the kernel test checks the same on
+    the executed chapter, where a claim that no longer holds fails its cell)."""
+    nb = read(path)
+    assert claim_mismatches(nb) == [], f"{path.name}: {claim_mismatches(nb)}"
+    if path.stem in CLAIMING_CHAPTERS:
+        assert chapter_claims(nb)[1], f"{path.name} compares results in its prose but asserts no claim"
+
+
+def test_a_claim_the_code_no_longer_asserts_is_caught() -> None:
+    """Delete one ``claim(...)`` call from chapter 01 and its sentence is reported as unbacked; delete its
+    marker instead and the assertion is reported as referred to by no sentence."""
+    nb = read(NOTEBOOK_DIR / "01_fp32.ipynb")
+    code = next(c for c in nb.cells if c.cell_type == "code" and 'claim("01-fp32-sum-equal"' in c.source)
+    text = next(c for c in nb.cells if c.cell_type == "markdown" and "<!-- claim:01-fp32-sum-equal -->" in c.source)
+    kept = code.source
+    code.source = "\n".join(line for line in kept.splitlines() if 'claim("01-fp32-sum-equal"' not in line)
+    assert any("01-fp32-sum-equal is marked in the prose" in p for p in claim_mismatches(nb))
+    code.source = kept
+    text.source = text.source.replace("<!-- claim:01-fp32-sum-equal -->", "")
+    assert any("01-fp32-sum-equal is asserted in code" in p for p in claim_mismatches(nb))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_every_cell_has_an_id_and_the_notebook_validates_without_warnings(path: Path) -> None:
+    """nbformat 4.5 wants an id on every cell (it warns and invents one on load otherwise), and the Chinese
+    edition keys its translations by cell id: ids are present in the file itself, unique, and valid."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    ids = [c.get("id") for c in raw["cells"]]
+    missing = [i for i, c in enumerate(ids) if not c]
+    assert not missing, f"{path.name}: cells {missing} have no id"
+    assert len(set(ids)) == len(ids), f"{path.name}: duplicate cell ids {sorted({i for i in ids if ids.count(i) > 1})}"
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", i) for i in ids), f"{path.name}: malformed cell ids"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+    assert not caught, f"{path.name}: nbformat warned: {[str(w.message) for w in caught]}"
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if "01" <= p.stem[:2] <= "09"], ids=lambda p: p.name)
+def test_chapters_01_to_09_name_the_lab_that_follows(path: Path) -> None:
+    """Each of chapters 01-09 names its lab (``exercises/NN_...``, a folder that exists) and says how to fetch
+    it in JupyterLab's Assignments panel."""
+    text = "\n".join(s for _, s in markdown(read(path)))
+    labs = [m.group(1) for m in re.finditer(r"`exercises/(\d\d_[a-z0-9_]+)`", text)]
+    ours = [lab for lab in labs if lab[:2] == path.stem[:2]]
+    assert ours, f"{path.name}: no `exercises/{path.stem[:2]}_...` lab named"
+    for lab in labs:
+        assert (ROOT / "exercises" / lab).is_dir(), f"{path.name}: names exercises/{lab}, which does not exist"
+    assert "Assignments" in text and "Fetch" in text, f"{path.name}: does not say how to fetch the lab (Assignments panel)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_every_try_it_section_answers_its_prompts(path: Path) -> None:
+    """A "Try it" section's prompts get answers on demand: a ``<details><summary>Answer</summary>`` inside the
+    section (from its heading to the next heading of the same or a higher level)."""
+    text = "\n\n".join(s for _, s in markdown(read(path)))
+    for m in re.finditer(r"^(#+)\s+(?:\d+\.\s*)?Try it.*$", text, re.M):
+        level = len(m.group(1))
+        end = re.compile(rf"^#{{1,{level}}}\s", re.M).search(text, m.end())
+        section = text[m.end():end.start() if end else len(text)]
+        assert "<details><summary>Answer</summary>" in section, f"{path.name}: '{m.group(0)}' has no answer on demand"
+
+
 # --- executed (kernel) -------------------------------------------------------------------------
 
-@pytest.mark.kernel
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_chapter_runs_within_its_budget_and_backs_every_number(path: Path, course_cache: Path) -> None:
+def executed_problems(path: Path, cache: Path) -> tuple[list[str], str]:
+    """What ``make test`` reports about one chapter, executed through the run's shared cache: a failing
+    cell (a claim that no longer holds fails its cell), the budgets, a figure, unbacked numbers, and the
+    claims marked in the prose against those the code asserts. Returns the problems and a one-line header."""
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
     from fp8lab.course.execute import execute_cached, figure_count
 
     try:  # executed here, or read back if the book test executed these bytes with these sources first
-        run = execute_cached(path, course_cache, cell_timeout=CELL_TIMEOUT_S)
+        run = execute_cached(path, cache, cell_timeout=CELL_TIMEOUT_S)
     except CellTimeoutError as e:
-        pytest.fail(f"{path.name}: a cell ran past {CELL_TIMEOUT_S} s (a stall, or a cell too slow for the course): {e}")
+        return [f"a cell ran past {CELL_TIMEOUT_S} s (a stall, or a cell too slow for the course): {e}"], path.name
     except CellExecutionError as e:
-        pytest.fail(f"{path.name}: a cell failed:\n{str(e)[-3000:]}")
+        return [f"a cell failed:\n{str(e)[-3000:]}"], path.name
     nb = run.notebook
     problems = []
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
@@ -258,8 +335,43 @@ def test_chapter_runs_within_its_budget_and_backs_every_number(path: Path, cours
         problems.append("numbers in the prose that no earlier output shows and no citation backs (print them from "
                         "code, or add them to metadata['fp8lab']['cited_numbers'] with their source):\n    "
                         + "\n    ".join(str(f) for f in unbacked))
-    assert not problems, (f"{path.name} ({run.seconds:.1f} s wall, {run.cpu_seconds} s CPU):\n  "
-                          + "\n  ".join(problems))
+    problems += claim_mismatches(nb)
+    return problems, f"{path.name} ({run.seconds:.1f} s wall, {run.cpu_seconds} s CPU)"
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_chapter_runs_within_its_budget_and_backs_every_number(path: Path, course_cache: Path) -> None:
+    """Executed once per run (shared with the book), every cell passes, including every ``claim(...)`` that
+    backs a comparison sentence, and the claims the prose marks are exactly those the executed code asserts."""
+    problems, header = executed_problems(path, course_cache)
+    assert not problems, f"{header}:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.kernel
+def test_a_flipped_claim_fails_the_chapter_check(tmp_path: Path) -> None:
+    """Chapter 01 says that `0.1 + 0.2` rounds to the same FP32 float as `0.3`. Change the cell so that its
+    output no longer supports the sentence (compare with 0.4) and the check ``make test`` runs fails,
+    naming the claim. The flipped chapter is cut to its import cell, the sentence and the cell (one small
+    kernel run, not another chapter execution)."""
+    nb = read(NOTEBOOK_DIR / "01_fp32.ipynb")
+    by_id = {c.id: c for c in nb.cells}
+    sentence = next(c for c in nb.cells if c.cell_type == "markdown" and "<!-- claim:01-fp32-sum-equal -->" in c.source)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and 'claim("01-fp32-sum-equal"' in c.source)
+    assert "np.float32(0.3)" in cell.source
+    nb.cells = [by_id[next(c.id for c in nb.cells if c.cell_type == "code")], sentence, cell]
+    for c in nb.cells:                                   # the other claims of these cells stay marked and asserted
+        for claim_id in chapter_claims({"cells": [c]})[1]:
+            sentence.source += f" <!-- claim:{claim_id} -->"
+    intact = tmp_path / "intact.ipynb"
+    nbformat.write(nb, intact)
+    cell.source = cell.source.replace("np.float32(0.3)", "np.float32(0.4)")
+    flipped = tmp_path / "flipped.ipynb"
+    nbformat.write(nb, flipped)
+    problems, _ = executed_problems(intact, tmp_path / "cache")
+    assert not [p for p in problems if "claim" in p or "failed" in p], problems
+    problems, _ = executed_problems(flipped, tmp_path / "cache")
+    assert any("claim 01-fp32-sum-equal does not hold" in p for p in problems), problems
 
 
 @pytest.mark.kernel
