@@ -59,6 +59,8 @@ assert len(fl.interview.load_bank()) > 150  # the bank is package data
 from importlib.resources import files
 assert (files("fp8lab.codec") / "_kernels.c").is_file()  # the C kernels' source, built on first use
 for what, call, extra in [("plots", lambda: __import__("fp8lab.viz"), "fp8lab[course]"),
+                          ("layers", lambda: __import__("fp8lab.nn"), "fp8lab[torch]"),
+                          ("quiz widget", lambda: fl.interview.quiz_widget(n=1), "fp8lab[course]"),
                           ("gemm", lambda: fl.scaled_matmul(fl.quantize_tensor(np.ones((2, 4), np.float32)),
                                                             fl.quantize_tensor(np.ones((4, 2), np.float32))), "fp8lab[torch]")]:
     try:
@@ -75,3 +77,8 @@ print("ok")
     cli = subprocess.run([str(venv / "bin" / "fp8lab"), "explain", "0.8125", "--format", "e4m3"], capture_output=True,
                          text=True, timeout=120, cwd=tmp_path)
     assert cli.returncode == 0 and "0x35" in cli.stdout, cli.stderr
+    for argv, extra in [(["train", "--steps", "1"], "fp8lab[torch]"), (["labs", "release"], "fp8lab[labs]")]:
+        run = subprocess.run([str(venv / "bin" / "fp8lab"), *argv], capture_output=True, text=True, timeout=120,
+                             cwd=tmp_path)
+        assert run.returncode == 2 and extra in run.stderr and "Traceback" not in run.stderr, (argv, run.stderr)
+        assert len(run.stderr.strip().splitlines()) == 1, run.stderr  # one line, not a traceback

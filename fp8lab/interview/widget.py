@@ -17,6 +17,7 @@ from __future__ import annotations
 import html
 from typing import Any, Callable, Sequence
 
+from .._optional import require
 from ..lang import current
 from .bank import LANGS, Question, get_question, load_bank
 from .grading import Grade, grade, question_header, question_text, solution_html
@@ -70,7 +71,7 @@ class QuestionCard:
     """
 
     def __init__(self, question: Question, lang: str | None = None, number: str = "") -> None:
-        import ipywidgets as w
+        w = require("ipywidgets", "the quiz widgets")  # an ImportError that names the extra, if it is missing
 
         self.question, self.lang = question, _lang(lang)
         self.hints_shown = 0
@@ -194,7 +195,7 @@ class QuizStepper:
     """A quiz of several cards shown one at a time, with Previous / Next and a running score."""
 
     def __init__(self, questions: Sequence[Question], lang: str | None = None) -> None:
-        import ipywidgets as w
+        w = require("ipywidgets", "the quiz widgets")  # an ImportError that names the extra, if it is missing
 
         if not questions:
             raise ValueError("a quiz needs at least one question")
@@ -275,7 +276,7 @@ def check_yourself(ids: "Sequence[str | Question]", lang: str | None = None, *, 
         print(say("check_yourself", lang))
         print(questions_text(questions, lang))
         return None
-    import ipywidgets as w
+    w = require("ipywidgets", "the quiz widgets")  # an ImportError that names the extra, if it is missing
 
     cards = [QuestionCard(q, lang, f"{i}.") for i, q in enumerate(questions, 1)]
     box = w.VBox([w.HTML(f"<h4>{html.escape(say('check_yourself', lang))}</h4>"), *[c.box for c in cards]])
