@@ -130,3 +130,13 @@ def test_questions_text_does_not_show_ids():
     # an id such as myth-fp4-range-240 hints at the answer; it is shown with the solution only
     myth = next(q for q in BANK if q.is_myth)
     assert myth.id not in iv.questions_text([myth], "en")
+
+
+def test_the_terminal_quiz_defaults_to_the_edition_language():
+    env = dict(__import__("os").environ, FP8LAB_LANG="zh")
+    p = subprocess.run([sys.executable, "-m", "fp8lab.cli", "quiz", "--list", "--topic", "gemm"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0 and p.stdout.split()[:2] == ["编号", "主题"], p.stderr
+    p = subprocess.run([sys.executable, "-m", "fp8lab.cli", "quiz", "--list", "--topic", "gemm", "--lang", "en"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0 and p.stdout.split()[:2] == ["id", "topic"], p.stderr

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 
 from ..cli_types import output_path, positive_int
+from ..lang import current
 from .bank import DIFFICULTIES, KINDS, TOPICS, get_question, load_bank, read_bank
 from .layout import fit, text_table
 from .messages import name, say
@@ -74,7 +75,7 @@ def _cmd_quiz(args: argparse.Namespace) -> int:
     except KeyError as err:
         raise ValueError(err.args[0]) from None
     if args.list:
-        lang = "en" if args.lang in (None, "both") else args.lang
+        lang = current() if args.lang is None else "en" if args.lang == "both" else args.lang
         headers = [say(k, lang) for k in ("id", "topic", "kind", "difficulty", "prompt")]
         print(text_table(headers, list_rows(questions, lang)))
         count = say("one_question", lang) if len(questions) == 1 else say("n_questions", lang, n=len(questions))
@@ -83,10 +84,11 @@ def _cmd_quiz(args: argparse.Namespace) -> int:
     if args.export:
         from .export import export
 
-        path = export(args.export, questions, lang=args.lang or "en", deck=args.deck)
-        print(say("wrote_cards", "zh" if args.lang == "zh" else "en", n=len(questions), path=path))
+        lang = args.lang or current()
+        path = export(args.export, questions, lang=lang, deck=args.deck)
+        print(say("wrote_cards", "zh" if lang == "zh" else "en", n=len(questions), path=path))
         return 0
-    lang = args.lang or "en"
+    lang = args.lang or current()
     if lang == "both":
         raise ValueError("--lang both is for --export; the quiz runs in en or zh")
     from .quiz import run_quiz, select_questions
@@ -116,7 +118,8 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
     q.add_argument("--n", type=positive_int, default=10, help="number of questions (default 10)")
     q.add_argument("--seed", type=int, default=None, help="seed for the choice and order of questions")
     q.add_argument("--lang", choices=["en", "zh", "both"], default=None,
-                   help="language: en (default) or zh; both (one card, two languages) for --export")
+                   help="language: en or zh (default: the edition's, $FP8LAB_LANG, else en); both (one card, "
+                        "two languages) for --export")
     q.add_argument("--list", action="store_true", help="list the matching questions instead of asking them")
     q.add_argument("--export", metavar="FILE", type=output_path,
                    help="write Anki flash cards: FILE.apkg (an Anki package, needs genanki) or FILE.txt "
