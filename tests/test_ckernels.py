@@ -218,3 +218,12 @@ def test_the_kernels_are_built_once_per_source_into_the_cache(tmp_path):
                               check=True).stdout.strip() == "True"
     built = list(tmp_path.glob("fp8lab_kernels_*.so"))
     assert len(built) == 1 and not list(tmp_path.glob("*.tmp*"))
+
+
+def test_the_cast_arguments_struct_has_one_layout_in_c_and_in_ctypes():
+    """The scaled casts take their parameters as one struct (cast_args); ctypes' mirror has C's size and offsets."""
+    got = ckernels.cast_args_layout()
+    if got is None:
+        pytest.skip(f"the C kernels are not available: {ckernels.reason()}")
+    c, mirror = got
+    assert len(c) == 21 and c == mirror

@@ -7,6 +7,7 @@
  * torch's cast on every finite float32 (tests/test_ckernels.py).
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +22,53 @@ typedef struct {
     int32_t unsigned_zero;   /* fnuz: a value that rounds to zero gets code 0, never the sign bit alone */
 } enc_params;
 
+/* The arguments of a scaled cast (fp8lab_scaled_encode) and of a fused band cast (fp8lab_band_encode), as one
+   struct: ckernels.py fills the same layout (_CastArgs, a ctypes.Structure), so no call passes a long list of
+   positional numbers that could be swapped silently. */
+typedef struct {
+    const float *x;          /* the contiguous float32 matrix (rows, cols) */
+    int64_t rows, cols;
+    const float *scales;     /* scaled_encode: one float32 scale per block (rows / brows, cols / bcols) */
+    int64_t brows, bcols;    /* the block */
+    int32_t clamp;           /* clamp x / scale to +-max first (a block saturates) */
+    int32_t reciprocal;      /* multiply by 1 / scale (power-of-two scales: the same operation) */
+    float fmt_max;           /* the format's max */
+    const enc_params *p;     /* the format's encode parameters */
+    uint8_t *codes;          /* out: codes (rows, cols), or (cols, rows) with transpose_out */
+    float *values;           /* out (or null): each code's float32 value, laid out as codes */
+    int32_t dequant;         /* values times their scale */
+    int32_t transpose_out;   /* write codes and values transposed */
+    int32_t rule;            /* band_encode: 0 MX rceil, 1 power-of-two float scales */
+    float inv_max;           /* band_encode rule 0: float32(1 / max) */
+    double margin_scale;     /* band_encode rule 1: 2^margin */
+    float *amax_out;         /* band_encode out: per block amax */
+    float *scale_out;        /* band_encode out: per block scale */
+    uint8_t *scode_out;      /* band_encode out (rule 0): per block E8M0 code */
+} cast_args;
+
+/* The layout of cast_args, for ckernels.py to check its ctypes mirror against: out[0] its size, out[1 + i] the
+   offset of field i. Returns the number of fields. */
+int64_t fp8lab_cast_args_layout(int64_t *out) {
+    const size_t offsets[] = {
+        offsetof(cast_args, x), offsetof(cast_args, rows), offsetof(cast_args, cols), offsetof(cast_args, scales),
+        offsetof(cast_args, brows), offsetof(cast_args, bcols), offsetof(cast_args, clamp),
+        offsetof(cast_args, reciprocal), offsetof(cast_args, fmt_max), offsetof(cast_args, p),
+        offsetof(cast_args, codes), offsetof(cast_args, values), offsetof(cast_args, dequant),
+        offsetof(cast_args, transpose_out), offsetof(cast_args, rule), offsetof(cast_args, inv_max),
+        offsetof(cast_args, margin_scale), offsetof(cast_args, amax_out), offsetof(cast_args, scale_out),
+        offsetof(cast_args, scode_out)};
+    const int64_t n = (int64_t)(sizeof offsets / sizeof offsets[0]);
+    out[0] = (int64_t)sizeof(cast_args);
+    for (int64_t i = 0; i < n; i++) out[1 + i] = (int64_t)offsets[i];
+    return n;
+}
+
 static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
-/* The saturating, round-to-nearest-even code of a finite float32 (|t| beyond max gives max), and in *value the
+/* TWIN RULE: the Python statement is fp8lab/codec/core.py (encode_bits, saturate=True); both stay, and
+   tests/test_ckernels.py pins them equal on every finite float32 of E4M3 and E5M2.
+   The saturating, round-to-nearest-even code of a finite float32 (|t| beyond max gives max), and in *value the
    float32 value of that code. Branch-free, so that the loops vectorize: the normal and the subnormal candidates
    are both computed and one is selected. */
 static inline uint8_t encode_one(float t, uint32_t shift, uint32_t rebias, uint32_t max_bits, uint32_t max_code,
@@ -138,10 +182,15 @@ static void encode_rows(const float *restrict x, int64_t nrows, int64_t cols, co
     }
 }
 
-int32_t fp8lab_scaled_encode(const float *restrict x, int64_t rows, int64_t cols, const float *restrict scales,
-                             int64_t brows, int64_t bcols, int32_t clamp, int32_t reciprocal, float fmt_max,
-                             const enc_params *restrict p, uint8_t *restrict codes, float *restrict values,
-                             int32_t dequant, int32_t transpose_out) {
+int32_t fp8lab_scaled_encode(const cast_args *a) {
+    const float *restrict x = a->x;
+    const int64_t rows = a->rows, cols = a->cols, brows = a->brows, bcols = a->bcols;
+    const float *restrict scales = a->scales;
+    const int32_t clamp = a->clamp, reciprocal = a->reciprocal, dequant = a->dequant, transpose_out = a->transpose_out;
+    const float fmt_max = a->fmt_max;
+    const enc_params *restrict p = a->p;
+    uint8_t *restrict codes = a->codes;
+    float *restrict values = a->values;
     uint8_t *scratch_c = 0;
     float *scratch_v = 0;
     if (transpose_out) {
@@ -244,10 +293,18 @@ void fp8lab_transpose_f32(const float *restrict x, int64_t rows, int64_t cols, f
    the number of saturated blocks, or -1 if x holds an inf or NaN, -2 if the scratch rows could not be
    allocated, -3 if a rule-1 scale would pass 2^127 (nothing is meaningful then: the caller takes the general
    path, which says why). */
-int64_t fp8lab_band_encode(const float *restrict x, int64_t rows, int64_t cols, int64_t brows, int64_t bcols,
-                           int32_t rule, float inv_max, double margin_scale, float fmt_max, const enc_params *restrict p,
-                           uint8_t *restrict codes, float *restrict values, int32_t dequant, int32_t transpose_out,
-                           float *restrict amax_out, float *restrict scale_out, uint8_t *restrict scode_out) {
+int64_t fp8lab_band_encode(const cast_args *a) {
+    const float *restrict x = a->x;
+    const int64_t rows = a->rows, cols = a->cols, brows = a->brows, bcols = a->bcols;
+    const int32_t rule = a->rule, dequant = a->dequant, transpose_out = a->transpose_out;
+    const float inv_max = a->inv_max, fmt_max = a->fmt_max;
+    const double margin_scale = a->margin_scale;
+    const enc_params *restrict p = a->p;
+    uint8_t *restrict codes = a->codes;
+    float *restrict values = a->values;
+    float *restrict amax_out = a->amax_out;
+    float *restrict scale_out = a->scale_out;
+    uint8_t *restrict scode_out = a->scode_out;
     const int64_t scols = cols / bcols;
     const int64_t band_blocks = bcols == 1 ? cols : scols;  /* blocks per band */
     int64_t n_sat = 0;
@@ -267,7 +324,8 @@ int64_t fp8lab_band_encode(const float *restrict x, int64_t rows, int64_t cols, 
         for (int64_t b = 0; b < band_blocks; b++) {
             float a32 = u2f(am[b]);
             float s;
-            if (rule == 0) {
+            if (rule == 0) {  /* TWIN RULE: fp8lab/scaling/mx.py mx_scale_exponents(..., "rceil"); pinned equal by
+                                 tests/test_scaling_fast.py (fused vs general QTensor, field by field) */
                 int32_t k;
                 if (!(a32 > 0.0f)) {
                     k = -127;
@@ -280,7 +338,7 @@ int64_t fp8lab_band_encode(const float *restrict x, int64_t rows, int64_t cols, 
                 k = k < -127 ? -127 : (k > 127 ? 127 : k);
                 s = k == -127 ? u2f(0x00400000u) : u2f((uint32_t)(k + 127) << 23);
                 scode_out[band * band_blocks + b] = (uint8_t)(k + 127);
-            } else if (a32 > 0.0f) {
+            } else if (a32 > 0.0f) {  /* TWIN RULE: fp8lab/scaling/scales.py float_scales(pow2=True); pinned as above */
                 double sd = (double)a32 * margin_scale / (double)fmt_max;
                 if (sd > 0x1p127) { free(scratch_c); free(scratch_v); return -3; }
                 int e;
@@ -292,6 +350,7 @@ int64_t fp8lab_band_encode(const float *restrict x, int64_t rows, int64_t cols, 
                 s = 1.0f;
             }
             scale_out[band * band_blocks + b] = s;
+            /* TWIN RULE: fp8lab/scaling/base.py saturating_blocks; pinned as above */
             int32_t saturates = ((double)a32 / (double)s) > (double)fmt_max;
             band_sat += saturates;
         }

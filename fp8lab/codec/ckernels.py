@@ -42,7 +42,7 @@ from .backend import torch
 from .tables import code_values
 
 __all__ = ["available", "reason", "library", "encode_params", "scaled_encode", "block_amax", "table_decode",
-           "flush_count", "transposed", "band_encode", "BAND_RULES"]
+           "flush_count", "transposed", "band_encode", "BAND_RULES", "cast_args_layout"]
 
 _SOURCE = Path(__file__).with_name("_kernels.c")
 _FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-fno-trapping-math", "-shared", "-fPIC"]
@@ -52,6 +52,18 @@ class _EncParams(ctypes.Structure):
     _fields_ = [("mantissa_bits", ctypes.c_int32), ("bias", ctypes.c_int32), ("max_bits", ctypes.c_uint32),
                 ("max_code", ctypes.c_uint32), ("normal_bits", ctypes.c_uint32), ("sub_scale", ctypes.c_float),
                 ("unsigned_zero", ctypes.c_int32)]
+
+
+class _CastArgs(ctypes.Structure):
+    """The arguments of ``fp8lab_scaled_encode`` and ``fp8lab_band_encode``, as ``cast_args`` in ``_kernels.c`` (same order)."""
+
+    _fields_ = [("x", ctypes.c_void_p), ("rows", ctypes.c_int64), ("cols", ctypes.c_int64), ("scales", ctypes.c_void_p),
+                ("brows", ctypes.c_int64), ("bcols", ctypes.c_int64), ("clamp", ctypes.c_int32),
+                ("reciprocal", ctypes.c_int32), ("fmt_max", ctypes.c_float), ("p", ctypes.POINTER(_EncParams)),
+                ("codes", ctypes.c_void_p), ("values", ctypes.c_void_p), ("dequant", ctypes.c_int32),
+                ("transpose_out", ctypes.c_int32), ("rule", ctypes.c_int32), ("inv_max", ctypes.c_float),
+                ("margin_scale", ctypes.c_double), ("amax_out", ctypes.c_void_p), ("scale_out", ctypes.c_void_p),
+                ("scode_out", ctypes.c_void_p)]
 
 
 _why_not: list[str] = []
@@ -111,9 +123,7 @@ def _library() -> Any:
 def _bind(lib: Any) -> Any:
     """Declare the kernels' C signatures on the loaded library (AttributeError if one is missing)."""
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
-    lib.fp8lab_scaled_encode.argtypes = [ptr, i64, i64, ptr, i64, i64, ctypes.c_int32, ctypes.c_int32, ctypes.c_float,
-                                         ctypes.POINTER(_EncParams), ptr, ptr, ctypes.c_int32,
-                                         ctypes.c_int32]
+    lib.fp8lab_scaled_encode.argtypes = [ctypes.POINTER(_CastArgs)]
     lib.fp8lab_scaled_encode.restype = ctypes.c_int32
     lib.fp8lab_block_amax.argtypes = [ptr, i64, i64, i64, i64, ptr]
     lib.fp8lab_block_amax.restype = i64
@@ -123,11 +133,26 @@ def _bind(lib: Any) -> Any:
     lib.fp8lab_flush_count.restype = None
     lib.fp8lab_transpose_f32.argtypes = [ptr, i64, i64, ptr]
     lib.fp8lab_transpose_f32.restype = None
-    lib.fp8lab_band_encode.argtypes = [ptr, i64, i64, i64, i64, ctypes.c_int32, ctypes.c_float, ctypes.c_double,
-                                       ctypes.c_float, ctypes.POINTER(_EncParams), ptr, ptr, ctypes.c_int32,
-                                       ctypes.c_int32, ptr, ptr, ptr]
+    lib.fp8lab_band_encode.argtypes = [ctypes.POINTER(_CastArgs)]
     lib.fp8lab_band_encode.restype = i64
+    lib.fp8lab_cast_args_layout.argtypes = [ptr]
+    lib.fp8lab_cast_args_layout.restype = i64
     return lib
+
+
+def cast_args_layout() -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(C's size and field offsets of ``cast_args``, the ctypes mirror's), to check they agree; None without the kernels.
+
+    >>> got = cast_args_layout(); got is None or got[0] == got[1]
+    True
+    """
+    lib = library()
+    if lib is None:
+        return None
+    out = np.zeros(1 + len(_CastArgs._fields_), dtype=np.int64)
+    n = lib.fp8lab_cast_args_layout(out.ctypes.data)
+    mirror = (ctypes.sizeof(_CastArgs), *(getattr(_CastArgs, f).offset for f, _ in _CastArgs._fields_))
+    return tuple(int(v) for v in out[: 1 + n]), tuple(mirror)
 
 
 def available() -> bool:
@@ -207,9 +232,11 @@ def scaled_encode(x: Any, scales: Any, block: tuple[int, int], fmt: Format, *, c
     shape = (cols, rows) if transpose else (rows, cols)
     codes = torch.empty(shape, dtype=torch.uint8)
     vals = torch.empty(shape, dtype=torch.float32) if values else None
-    if lib.fp8lab_scaled_encode(x.data_ptr(), rows, cols, scales.data_ptr(), br, bc, int(clamp), int(reciprocal),
-                                float(fmt.max), ctypes.byref(p), codes.data_ptr(), vals.data_ptr() if values else None,
-                                int(dequantize), int(transpose)):
+    args = _CastArgs(x=x.data_ptr(), rows=rows, cols=cols, scales=scales.data_ptr(), brows=br, bcols=bc,
+                     clamp=int(clamp), reciprocal=int(reciprocal), fmt_max=float(fmt.max), p=ctypes.pointer(p),
+                     codes=codes.data_ptr(), values=vals.data_ptr() if values else None, dequant=int(dequantize),
+                     transpose_out=int(transpose))
+    if lib.fp8lab_scaled_encode(ctypes.byref(args)):
         raise MemoryError(f"scaled_encode could not allocate its scratch rows of {cols} elements")
     return (codes, vals) if values else codes
 
@@ -340,11 +367,12 @@ def band_encode(x: Any, block: tuple[int, int], fmt: Format, rule: str, *, margi
     amax = np.empty(nb, dtype=np.float32)
     scales = np.empty(nb, dtype=np.float32)
     scale_codes = np.empty(nb, dtype=np.uint8) if rule == "mx_rceil" else None
-    n_sat = lib.fp8lab_band_encode(x.data_ptr(), rows, cols, br, bc, BAND_RULES[rule],
-                                   float(np.float32(1.0 / float(fmt.max))), 2.0 ** margin, float(fmt.max),
-                                   ctypes.byref(p), codes.data_ptr(), vals.data_ptr() if values else None,
-                                   int(dequantize), int(transpose), amax.ctypes.data, scales.ctypes.data,
-                                   scale_codes.ctypes.data if scale_codes is not None else None)
+    args = _CastArgs(x=x.data_ptr(), rows=rows, cols=cols, brows=br, bcols=bc, rule=BAND_RULES[rule],
+                     inv_max=float(np.float32(1.0 / float(fmt.max))), margin_scale=2.0 ** margin, fmt_max=float(fmt.max),
+                     p=ctypes.pointer(p), codes=codes.data_ptr(), values=vals.data_ptr() if values else None,
+                     dequant=int(dequantize), transpose_out=int(transpose), amax_out=amax.ctypes.data,
+                     scale_out=scales.ctypes.data, scode_out=scale_codes.ctypes.data if scale_codes is not None else None)
+    n_sat = lib.fp8lab_band_encode(ctypes.byref(args))
     if n_sat == -2:
         raise MemoryError(f"band_encode could not allocate its scratch rows of {cols} elements")
     if n_sat < 0:

@@ -115,6 +115,9 @@ def encode_bits(u, fmt: FloatFormat, be: Backend, rounding: str, saturate: bool,
             code = be.where((a > 0x00400000) & (a < 0x00800000), 1, code)
 
     over = code > fmt.max_code  # inf and NaN land here too (NaN is fixed up last)
+    # TWIN RULE: _kernels.c (encode_one) states the saturating round-to-nearest-even encode of 8-bit signed
+    # formats again in C; both stay (the C loop vectorizes). tests/test_ckernels.py pins them equal on every
+    # finite float32 (against torch's cast, which tests/test_codec_* pin to this algorithm and ml_dtypes).
     finite_over = fmt.overflow_code(rounding=rounding, saturate=saturate, infinite=False)
     inf_over = fmt.overflow_code(rounding=rounding, saturate=saturate, infinite=True)
     code = be.where(over, be.where(is_inf, inf_over, finite_over) if finite_over != inf_over else finite_over, code)

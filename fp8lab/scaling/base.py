@@ -120,6 +120,22 @@ def block_stats(x: Any, block: tuple[int, ...]) -> BlockStats:
     return BlockStats(amax, bad, has_nan)
 
 
+def saturating_blocks(amax: np.ndarray, scales: np.ndarray, fmt_max: float) -> np.ndarray:
+    """Which blocks saturate: ``amax / scale > max`` in float64 (a non-finite or non-positive scale saturates none).
+
+    The one statement of the rule in Python, for the general and the fast paths (TWIN RULE: the fused C
+    cast, ``fp8lab_band_encode`` in ``codec/_kernels.c``, states it again; tests/test_scaling_fast.py pins
+    its saturation counts to this one).
+
+    >>> saturating_blocks(np.array([448.0, 449.0, 5.0]), np.array([1.0, 1.0, np.nan], np.float32), 448.0).tolist()
+    [False, True, False]
+    """
+    finite = np.isfinite(scales) & (scales > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(finite, amax / np.where(finite, scales, 1.0), 0.0)
+    return ratio > fmt_max
+
+
 def finalize(x: Any, fmt: Format, recipe: "Recipe", block: tuple[int, ...], stats: BlockStats, ss: ScaleSet) -> QTensor:
     """Apply the non-finite policy, cast ``x / scales`` with saturation and build the QTensor.
 
@@ -136,10 +152,7 @@ def finalize(x: Any, fmt: Format, recipe: "Recipe", block: tuple[int, ...], stat
                 ss.info["scale_codes"][stats.nonfinite] = get_format(ss.scale_format).nan_code
         elif not fmt.has_nan:
             scales[stats.has_nan] = np.nan
-    finite = np.isfinite(scales) & (scales > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(finite, stats.amax / np.where(finite, scales, 1.0), 0.0)
-    saturated = ratio > fmt.max if ss.saturated is None else ss.saturated
+    saturated = saturating_blocks(stats.amax, scales, fmt.max) if ss.saturated is None else ss.saturated
     s_x = like(scales, x)
     zp_x = like(np.asarray(ss.zero_point, np.float32), x) if ss.zero_point is not None else None
     codes = encode(apply_scales(x, block, s_x, zp_x), fmt, saturate=True)

@@ -49,7 +49,7 @@ from ..codec.backend import torch
 from ..formats import Format
 from ..qtensor import QTensor, QuantInfo
 from ..registry import get_format  # noqa: F401 - the examples use it
-from .base import Recipe
+from .base import Recipe, saturating_blocks
 from .delayed import DelayedScaling
 from .paths import FAST_RECIPES, ScalingRequest, _Plan, _plan, band_rule, cast_dtype, select  # noqa: F401
 from .recipes import TensorScaling  # noqa: F401 - the examples use it
@@ -147,7 +147,7 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
     scales = np.array(ss.scales, dtype=np.float32).reshape(nb)
     if not (np.isfinite(scales).all() and (scales > 0).all()):
         return None
-    saturated = (amax / scales) > fmt.max
+    saturated = saturating_blocks(amax, scales, fmt.max)
     s_x = torch.from_numpy(scales)
     if not on_cpu:
         s_x = s_x.to(x.device)

@@ -94,6 +94,9 @@ def mx_scale_exponents(amax: np.ndarray, fmt: Format, scale_rounding: str = "flo
         m, e = np.frexp(a / float(fmt.max))
         k = np.where(m == 0.5, e - 1, e)
     elif scale_rounding == "rceil":
+        # TWIN RULE: _kernels.c (fp8lab_band_encode, rule 0) states this rceil again in C, for the fused cast;
+        # both stay (the C one runs per band of rows in cache). tests/test_scaling_fast.py pins them equal
+        # (test_fast_equals_general_on_random_shapes_and_magnitudes, test_the_fused_mx_cast_...).
         descale = a.astype(np.float32)
         descale *= np.float32(1.0 / float(fmt.max))  # float32 product, as on the GPU
         bits = descale.view(np.int32)  # non-negative: at most inf's 0x7F800000

@@ -98,6 +98,8 @@ def float_scales(amax: np.ndarray, fmt_max: float, *, margin: float = 0, pow2: b
             f"amax {float(amax.max(initial=0.0)):.4g} needs a power-of-two scale above "
                          f"2^{E8M0_MAX_EXP}, the largest UE8M0 holds; scale the input down first")
     if pow2:
+        # TWIN RULE: _kernels.c (fp8lab_band_encode, rule 1) states this power-of-two rule again in C, for the
+        # fused cast; both stay. tests/test_scaling_fast.py pins them equal (fast vs general sweeps, margins too).
         out = pow2_ceil(s).astype(np.float32)  # powers of two from 2^-127 to 2^127: exact in float32
     else:
         out = round_up_float32(np.clip(s, F32_TINY, _F32_MAX))
