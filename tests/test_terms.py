@@ -142,3 +142,15 @@ def test_glossary_tool_checks_the_notebook(tmp_path, monkeypatch, capsys):
     assert tool.main(["--check"]) == 0
     after = nbformat.read(path, as_version=4)
     assert after.cells[0].source == tb.glossary_cell("en") and after.cells[1].source == "1"
+
+
+@pytest.mark.parametrize("t", tb.terms(), ids=lambda t: t.en)
+def test_a_meaning_has_the_same_digits_in_both_languages(t):
+    # the Chinese edition's rule: every number written in digits in the English appears in the Chinese, no other
+    num = re.compile(r"\d+(?:\.\d+)?")
+    assert sorted(num.findall(t.meaning)) == sorted(num.findall(t.meaning_zh))
+
+
+def test_the_two_glossary_cells_have_the_same_digits():
+    num = re.compile(r"\d+(?:\.\d+)?")
+    assert sorted(num.findall(tb.glossary_cell("en"))) == sorted(num.findall(tb.glossary_cell("zh")))
