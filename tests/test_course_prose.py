@@ -173,3 +173,9 @@ def test_a_chapter_is_consistent_when_marked_and_asserted_sets_are_equal() -> No
     assert claim_mismatches(nb) == [
         "claim 02-a is marked in the prose (cells [0]) but no code cell asserts it",
         "claim 02-c is asserted in code (cells [4]) but no sentence of the prose marks it"]
+
+
+@pytest.mark.parametrize("marker", ["<!-- claim:01-fp32-sum-equal -->", "<!-- claim:05-try-e2m3-7.5 -->",
+                                    "<!-- claim:08-70b-cache-is-1.34-gb -->", "<!-- claim:10-h200-ridge-lower -->"])
+def test_a_claim_marker_adds_no_number_to_the_prose(marker) -> None:
+    assert texts(f"FP32 rounds both to one float {marker} at 448.") == ["448"]
