@@ -24,7 +24,7 @@ answer. Nothing here imports torch unless a check's source mentions it; ipywidge
 only when a widget is built.
 
 Learners: ``fp8lab quiz`` in a terminal; ``check_yourself(ids)`` and ``quiz_widget(topic=...)`` in
-a notebook; ``fp8lab quiz --export cards.txt`` for Anki.
+a notebook; ``fp8lab quiz --export cards.apkg`` (or ``cards.txt``) for Anki.
 """
 
 from .bank import (DIFFICULTIES, KINDS, LANGS, TOPICS, Problem, Question, get_question, load_bank, read_bank,
