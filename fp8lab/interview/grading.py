@@ -319,7 +319,7 @@ def format_answer(q: Question, lang: str = "en") -> str:
         i = q.letters.index(q.answer) if q.answer in q.letters else None
         return f"{q.answer}) {q.items('choices', lang)[i]}" if i is not None else str(q.answer)
     if q.kind == "multiple":
-        return ", ".join(q.answer or ())
+        return ("、" if lang == "zh" else ", ").join(q.answer or ())
     if q.kind == "numeric":
         text = format_number(q.answer)
         return f"{text} {name('unit', q.unit, lang)}" if q.unit else text
