@@ -43,7 +43,7 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 # where no student code runs. The `fp8lab labs` commands also rebuild each submission from the
 # exercise, taking only the code of its answer cells by cell id (fp8lab.labs.harness.normalise).
 c.Execute.timeout = 60                  # seconds per cell (and per test cell's calls): the one place it is set
-c.Execute.kernel_name = "fp8lab-grader"  # only for notebooks executed outside the harness (python -m fp8lab.labs.kernel)
+c.Execute.kernel_name = "fp8lab-grader"  # nbgrader validate (the Validate button): a resource-limited ipykernel
 # nbclient's kernel manager builds its own KernelSpecManager without this config, so the grading
 # kernel's folder (fp8lab/labs/kernels/fp8lab-grader/kernel.json) is found through JUPYTER_PATH.
 _kernels = os.path.join(_root, "fp8lab", "labs")
@@ -54,6 +54,7 @@ if _kernels not in _path.split(os.pathsep):
 # --- autograding ------------------------------------------------------------------------------------
 c.OverwriteCells.add_missing_cells = True  # a deleted test cell comes back (and its tests run)
 c.Autograde.sanitize_preprocessors = [
+    "fp8lab.labs.harness.AnswerCellsOnly",  # the exercise with the submission's answer cells, by cell id
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",

@@ -109,7 +109,7 @@ def test_standard_submissions_get_exactly_their_points(lab, tmp_path, subtests):
         cheats = cell_messages(course.autograded("cheat_even", lab.name) / f"{lab.name}.ipynb")
         for t in lab.tasks[0::2]:  # the reference is not installed in the sandbox (or the guard refuses it there)
             got = cheats[f"hidden_{t.id}"]
-            assert got and ("No module named 'fp8lab'" in got[0] or "may not use" in got[0] or "ShortcutError" in got[0]), got
+            assert got and ("No module named" in got[0] or "may not use" in got[0] or "ShortcutError" in got[0]), got
 
 
 @pytest.mark.parametrize("lab", LABS, ids=[lab.name for lab in LABS])

@@ -38,8 +38,8 @@ from typing import Any, Callable, Sequence
 
 from .sandbox import CellTimeout, Limits, Sandbox, SandboxDied, UNSAFE_ENV, sandbox_problem
 
-__all__ = ["answer_names", "Remote", "grade_notebook", "SandboxedGrading", "cell_kind", "normalise",
-           "MAX_ANSWER_CHARS"]
+__all__ = ["answer_names", "Remote", "grade_notebook", "SandboxedGrading", "AnswerCellsOnly", "cell_kind", "normalise",
+           "MAX_ANSWER_CHARS", "batch_calls", "compile_test"]
 
 #: an answer cell longer than this is cut (a notebook is no place for a 1 MB cell)
 MAX_ANSWER_CHARS = 200_000
@@ -184,6 +184,8 @@ class _Grader:
         self.findings: list[str] = []
         self.budget = self.timeout
         self.alive = False
+        self.cell_errors: dict[str, str] = {}  # answer cell -> the error it ended with
+        self.defined_in: dict[str, str] = {}  # answer function -> its answer cell
 
     def ensure(self) -> None:
         """A running sandbox that has run every cell that worked so far."""
@@ -210,6 +212,7 @@ class _Grader:
         except SandboxDied as err:
             self.alive = False
             self.findings.append(f"cell {name}: {err}")
+            self.cell_errors[name] = str(err)
             return [_error("SandboxDied", str(err))], False
         outs = []
         if res.stdout:
@@ -221,6 +224,7 @@ class _Grader:
         self.replay.append((code, name))  # it ran to its end (an error included): a restart runs it again
         if not res.ok:
             outs.append(_error(res.ename or "Error", res.evalue, res.traceback))
+            self.cell_errors[name] = f"{res.ename}: {res.evalue}"
         return outs, res.ok
 
     def call(self, name: str, args: tuple | None, kwargs: dict | None, guard: dict | None,
@@ -243,6 +247,11 @@ class _Grader:
         except SandboxDied as err:
             self.alive = False
             self.findings.append(f"calling {name}: {err}")
+            raise
+        except NameError as err:
+            cell = self.defined_in.get(name)
+            if cell in self.cell_errors:  # say why it is missing: its answer cell failed
+                raise NameError(f"{err}: its answer cell {cell!r} failed with {self.cell_errors[cell]}") from None
             raise
         finally:
             self.budget -= time.monotonic() - start
@@ -291,13 +300,16 @@ def compile_test(code: str, name: str) -> Any:
     return compile(tree, f"<test {name}>", "exec")
 
 
-def grade_notebook(nb: Any, names: Sequence[str], *, packages: Sequence[str] = ("numpy",), timeout: float = 60,
+def grade_notebook(nb: Any, names: Sequence[str] | dict[str, str], *, packages: Sequence[str] = ("numpy",), timeout: float = 60,
                    unsafe: bool = False, limits: Limits = Limits()) -> tuple[Any, list[str]]:
     """Run ``nb`` the graded way (see the module doc) and return it with outputs, plus the findings.
 
-    ``names`` are the answer functions that the test cells call (from the instructor's answer cells).
+    ``names`` are the answer functions that the test cells call (from the instructor's answer cells),
+    or a dict of them to the grade id of the answer cell that defines each (for clearer messages).
     """
     grader = _Grader(packages, timeout, unsafe, limits)
+    if isinstance(names, dict):
+        grader.defined_in = dict(names)
     trusted: dict[str, Any] = {"__name__": "__grader__"}
     try:
         for cell in nb.cells:
@@ -354,9 +366,30 @@ class SandboxedGrading(_Base):  # type: ignore[misc,valid-type]
             raise RuntimeError(f"grading refused: no sandbox can start ({sandbox_problem()}); "
                                "pass --unsafe-no-sandbox to grade without one")
         source = json.loads(lab.notebook.read_text(encoding="utf-8"))
-        names = [n for c in source["cells"] if cell_kind(c) == "answer" for n in answer_names(_source(c))]
+        names = {n: str(_meta(c).get("grade_id", "")) for c in source["cells"] if cell_kind(c) == "answer"
+                 for n in answer_names(_source(c))}
         timeout = self.config.Execute.get("timeout", 60)
         nb, findings = grade_notebook(nb, names, packages=lab.packages, timeout=timeout, unsafe=_unsafe())
         for f in findings:
             self.log.warning("sandbox: %s", f)
         return nb, resources
+
+
+class AnswerCellsOnly(_Base):  # type: ignore[misc,valid-type]
+    """nbgrader sanitize preprocessor (first in ``Autograde.sanitize_preprocessors``): the notebook graded is
+    the lab's exercise with the code of the submission's answer cells, by cell id (:func:`normalise`).
+
+    ``fp8lab labs autograde`` stages submissions this way already; this makes nbgrader's own
+    ``autograde`` (the formgrader's button, the CLI) grade the same notebook.
+    """
+
+    def preprocess(self, nb, resources):  # noqa: D102 - nbgrader's interface
+        import nbformat
+
+        from .catalog import get_lab
+
+        lab = get_lab(resources["nbgrader"]["assignment"])
+        graded, notes = normalise(nbformat.read(str(lab.exercise), as_version=4), nb)
+        for n in notes:
+            self.log.warning("submission: %s", n)
+        return graded, resources

@@ -2,8 +2,9 @@
 
 ``fp8lab/labs/kernels/fp8lab-grader/kernel.json`` starts it as
 ``python -m fp8lab.labs.kernel --memory 3GiB --cpu-seconds 1200 --file-size 64MiB -f {connection_file}``
-and ``nbgrader_config.py`` makes nbgrader use that kernel for every notebook it executes
-(``Execute.kernel_name``, ``KernelSpecManager.kernel_dirs``). Before ipykernel starts, the launcher
+and ``nbgrader_config.py`` makes nbgrader use that kernel for the notebooks it executes outside
+autograding (``nbgrader validate``, the Validate button: ``Execute.kernel_name``); autograding runs
+answer cells in the sandbox instead (:mod:`fp8lab.labs.sandbox`). Before ipykernel starts, the launcher
 
 * caps the address space (``RLIMIT_AS``): an allocation bomb gets a ``MemoryError`` in its own cell;
 * caps CPU time (``RLIMIT_CPU``): a kernel that survives every interrupt is killed at the limit;
@@ -15,8 +16,8 @@ and ``nbgrader_config.py`` makes nbgrader use that kernel for every notebook it 
   harmless numpy ``RuntimeWarning`` (a signalling NaN cast to float64, say) must not cost points.
 
 The per-cell timeout is nbgrader's (``Execute.timeout`` in ``nbgrader_config.py``). Limits are per
-process; for stronger isolation run the grader as a separate user or in a container
-(``solutions/AUTHORING.md``, "Untrusted code").
+process: this kernel is for a learner's own code, not for grading a class (``solutions/AUTHORING.md``,
+section 0).
 
 >>> parse_size("3GiB"), parse_size("64MiB"), parse_size("1000")
 (3221225472, 67108864, 1000)

@@ -1,9 +1,11 @@
-"""``ShortcutScan``: the nbgrader preprocessor that applies :mod:`fp8lab.labs.scan` while autograding.
+"""nbgrader preprocessors of the labs: ``ShortcutScan``, ``ShortHiddenTracebacks``, ``ClearHiddenTestCells``.
 
-``nbgrader_config.py`` puts it in ``Autograde.sanitize_preprocessors`` right after
-``OverwriteCells``, so it sees the test and locked cells exactly as the gradebook stored them. For
+``ClearHiddenTestCells`` and ``ShortHiddenTracebacks`` run in ``generate_feedback``
+(``nbgrader_config.py``). ``ShortcutScan`` applies :mod:`fp8lab.labs.scan` while sanitizing: for
 every task with a finding it makes that task's test cells fail on their first line with the
-finding in the message, which nbgrader then scores as zero and the feedback shows.
+finding. The course no longer configures it (findings are reported and flagged, never scored:
+shortcuts are refused by the sandbox's allowlist); a course that wants the scan to score puts it in
+``Autograde.sanitize_preprocessors`` right after ``OverwriteCells``.
 
 Cells follow the lab convention (``solutions/AUTHORING.md``): a task ``T`` has the answer cell
 ``T`` and the test cells ``test_T`` and ``hidden_T``.

@@ -23,6 +23,10 @@ then refuses unless the instructor passes ``--unsafe-no-sandbox``, which runs th
 plain child process under the same limits and allowlisted ``sys.path`` (a determined submission can
 escape that: it sees the whole file system).
 
+Not capped: the number of processes. ``RLIMIT_NPROC`` does not apply to root's processes (which the
+sandbox's are, seen from outside, when the grader runs as root), so a fork bomb runs until the
+cell's deadline kills its PID namespace; a pids cgroup would cap it where cgroups are delegated.
+
 >>> Limits().memory // 2**30, Limits().output // 2**20
 (3, 1)
 """

@@ -1,8 +1,9 @@
-"""The grader's source scan: shortcuts and tampering found in a submission's own cells, outside the kernel.
+"""The grader's source scan: shortcuts and tampering found in a submission's own cells, outside the sandbox.
 
-The tests' ``no_shortcut`` guard runs inside the student's kernel, where the student's code runs
-too. This scan runs in the grading process, on the sanitized submission (after nbgrader restored
-the test and locked cells from the gradebook), so nothing the student writes can switch it off.
+Shortcuts are refused by construction (the sandbox offers only the lab's allowed packages,
+:mod:`fp8lab.labs.sandbox`); this scan reports what a submission *tried*, so the instructor sees it.
+It runs in the grading process on the graded notebook (the exercise with the student's answer
+cells, :func:`fp8lab.labs.harness.normalise`), so nothing the student writes can switch it off.
 It reads every cell the student controls (answer cells and cells they added), parses it (magics
 included, through IPython's transformer) and reports:
 
@@ -16,8 +17,10 @@ included, through IPython's transformer) and reports:
   ``fp8lab.labs`` harness as a module, assignments to attributes of an imported module). These cost
   every task.
 
-``fp8lab.labs.preprocess.ShortcutScan`` turns the findings into a failing first line of the
-affected tasks' test cells, so the feedback says why.
+``fp8lab labs autograde`` lists the findings in the instructor's report (``fp8lab labs report``)
+and flags the submission (status ``flagged`` in the export); they never change a score.
+``fp8lab.labs.preprocess.ShortcutScan`` (no longer in ``nbgrader_config.py``) would instead turn
+them into failing test cells, for a course that wants the scan to score.
 
 >>> cells = [Cell("setup", "import numpy as np\\nimport fp8lab as fl", trusted=True),
 ...          Cell("decode", "def decode(c):\\n    return float(fl.decode(c, 'e4m3'))", task="decode"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import textwrap
 import secrets
 import tempfile
 import time
@@ -64,14 +65,24 @@ class SelfGrade:
     01_decode_exmy: 2 / 2 points (hidden tests, seed 3)
     <BLANKLINE>
       ok   split_fields                2 / 2    Split
+    >>> long = TaskResult("f", "F", 0.0, 1.0, ("visible test: " + "x" * 150,))
+    >>> print(SelfGrade("lab", 3, (long,), 1.0).text(width=60).split(chr(10), 2)[2])
+      FAIL f                           0 / 1    F
+             visible test: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+               xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+               xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+               xxxxxxxxxxxxxxxxx
     """
         lines = [f"{self.lab}: {_n(self.points)} / {_n(self.max_points)} points (hidden tests, seed {self.seed})", ""]
         for t in self.tasks:
             mark = "ok  " if t.points == t.max_points else "FAIL"
             lines.append(f"  {mark} {t.id:<24} {_n(t.points):>4} / {_n(t.max_points):<4} {t.title}")
-            for m in t.messages:
-                for k, part in enumerate(m.splitlines()[:8]):
-                    lines.append(("         " if k == 0 else "           ") + part[: width - 11])
+            for m in t.messages:  # every line of every message, wrapped, never cut
+                first = True
+                for part in m.splitlines() or [""]:
+                    for piece in textwrap.wrap(part, width - 11, break_long_words=True, break_on_hyphens=False) or [""]:
+                        lines.append(("         " if first else "           ") + piece)
+                        first = False
         return "\n".join(lines)
 
 
@@ -184,6 +195,8 @@ def grade_attempt(notebook: str | pathlib.Path, *, lab: str | None = None, seed:
         messages = cell_messages(graded)
     results = []
     for t in the_lab.tasks:
-        msgs = tuple(m for gid in (f"test_{t.id}", f"hidden_{t.id}") for m in messages.get(gid, []))
+        msgs = tuple(f"{label}: {m}" for gid, label in ((f"test_{t.id}", "visible test"),
+                                                          (f"hidden_{t.id}", f"hidden tests (random cases, seed {seed})"))
+                     for m in messages.get(gid, []))
         results.append(TaskResult(t.id, t.title, scores[t.id], t.points, msgs))
     return SelfGrade(the_lab.name, seed, tuple(results), time.monotonic() - start)
