@@ -52,7 +52,7 @@ def test_patterns_carry_computed_parts_over(en: str, zh: str, line: str, expecte
     assert FigureCatalogue.from_entries([(en, zh)]).translate(line) == expected
 
 
-@pytest.mark.parametrize("en, zh", [("{a} of {b}", "{a} 的"), ("{a} and {a}", "{a}"), ("two\nlines", "两行"), ("", "空")])
+@pytest.mark.parametrize("en, zh", [("{a} of {b}", "{a} 的"), ("{a} and {a}", "{a}"), ("", "空"), ("x", " ")])
 def test_a_malformed_entry_is_refused(en: str, zh: str) -> None:
     with pytest.raises(ValueError):
         FigureCatalogue.from_entries([(en, zh)])

@@ -97,8 +97,6 @@ class FigureCatalogue:
             names_en, names_zh = _PLACEHOLDER.findall(en), _PLACEHOLDER.findall(zh)
             if sorted(set(names_en)) != sorted(set(names_zh)) or len(names_en) != len(set(names_en)):
                 raise ValueError(f"figure text {en!r}: the placeholders of en ({names_en}) and zh ({names_zh}) differ")
-            if "\n" in en:
-                raise ValueError(f"figure text {en!r}: one line per entry (texts are translated line by line)")
             if not names_en:
                 exact[en.strip()] = zh.strip()
                 continue
@@ -127,11 +125,13 @@ class FigureCatalogue:
         return None
 
     def translate(self, text: str) -> str:
-        """``text`` with every line the catalogue knows translated (the others as they are).
+        """``text`` translated whole where the catalogue has it (a title split over lines), else line by line.
 
-        >>> FigureCatalogue().translate("x")
-        'x'
+        >>> FigureCatalogue.from_entries([("Underflow of\\noutput gradients", "输出梯度的\\n下溢")]).translate("Underflow of\\noutput gradients")
+        '输出梯度的\\n下溢'
         """
+        if "\n" in text and (whole := self.translate_line(text)) is not None:
+            return whole
         return "\n".join(t if (t := self.translate_line(line)) is not None else line for line in text.split("\n"))
 
     def untranslated(self, text: str) -> list[str]:
@@ -140,6 +140,8 @@ class FigureCatalogue:
         >>> FigureCatalogue().untranslated("448\\nnormal values")
         ['normal values']
         """
+        if "\n" in text and self.translate_line(text) is not None:
+            return []
         return [line.strip() for line in text.split("\n")
                 if needs_translation(line) and self.translate_line(line) is None]
 
