@@ -331,3 +331,28 @@ def test_the_layer_reaches_the_library_through_its_public_entry_points():
         elif isinstance(node, ast.Import):
             internal |= {a.name for a in node.names if a.name.startswith("fp8lab")}
     assert internal == {"fp8lab.codec", "fp8lab.gemm", "fp8lab.qtensor", "fp8lab.scaling", "fp8lab.nn.recipe"}
+
+
+@pytest.mark.parametrize("faithful", sorted(__import__("fp8lab.nn", fromlist=["FAITHFUL"]).FAITHFUL))
+def test_faithful_presets_are_their_exact_variants_with_the_sources_accumulation(faithful):
+    """Each faithful preset casts as its exact-accumulation variant and accumulates as its source runs on Hopper:
+    fprop fast accumulation (a 14-bit accumulator never promoted), dgrad and wgrad the split accumulator
+    (promoted to FP32 every 128); its description and source cite the config fields."""
+    from fp8lab.gemm import Accumulator
+    from fp8lab.nn import FAITHFUL
+    f, e = LinearRecipe.from_name(faithful), LinearRecipe.from_name(FAITHFUL[faithful])
+    assert (f.input, f.weight, f.grad_output, f.loss_scaling, f.control) == (e.input, e.weight, e.grad_output, False, False)
+    assert all(getattr(e, g).exact for g in ("fprop", "dgrad", "wgrad"))
+    assert f.fprop == Accumulator(13, promote_every=None)
+    assert f.dgrad == f.wgrad == Accumulator(13, promote_every=128)
+    cites = ("_2X_ACC_FPROP = False", "_2X_ACC_DGRAD = _2X_ACC_WGRAD = True") if faithful.endswith("-te") else \
+        ("gemm_config_output = Float8GemmConfig(use_fast_accum=True)", "gemm_config_grad_input", "gemm_config_grad_weight")
+    assert all(c in f.source for c in cites) and all(c in f.description for c in cites)
+    assert "exact FP32 accumulation" in e.description and "exact" not in f.description
+    # the accumulators change the numbers: a layer's forward differs from the exact variant's, within FP8's error
+    torch.manual_seed(3)
+    x = torch.randn(64, 512) * 4
+    lay_f, lay_e = Fp8Linear(512, 32, recipe=faithful), Fp8Linear(512, 32, recipe=FAITHFUL[faithful])
+    lay_e.load_state_dict(lay_f.state_dict())
+    yf, ye = lay_f(x), lay_e(x)
+    assert not torch.equal(yf, ye) and float(fl.sqnr_db(ye.detach().numpy(), yf.detach().numpy())) > 30

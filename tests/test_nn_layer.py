@@ -460,9 +460,10 @@ def test_fp8_saved_inputs_keep_the_bits_and_the_bytes_memory_counts(name, m):
 
     torch.manual_seed(6)
     k, n = 160, 48
-    plain = Fp8Linear(k, n, recipe=name)
-    fp8 = copy.deepcopy(plain)
-    fp8.save_fp8 = True
+    fp8 = Fp8Linear(k, n, recipe=name)  # FP8 saved inputs are the default
+    assert fp8.save_fp8 and Fp8Linear.from_linear(torch.nn.Linear(k, n), name).save_fp8
+    plain = copy.deepcopy(fp8)
+    plain.save_fp8 = False  # the FP32 input saved, as before
     g = torch.Generator().manual_seed(m)
     for _ in range(3):  # a few steps, so that delayed histories are in play
         x, dy = torch.randn(m, k, generator=g), torch.randn(m, n, generator=g) * 1e-3

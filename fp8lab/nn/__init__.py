@@ -12,7 +12,7 @@ from .._optional import require
 require("torch", "fp8lab.nn (FP8 layers, convert, the tiny GPT)")  # an ImportError that names the extra, if it is missing
 from .convert import HEAD_NAMES, ConvertReport, convert
 from .linear import Fp8Linear, LayerState, weight_cache
-from .recipe import GEMMS, PRESETS, ROLES, LinearRecipe, TensorQuant
+from .recipe import FAITHFUL, GEMMS, PRESETS, ROLES, LinearRecipe, TensorQuant
 
-__all__ = ["LinearRecipe", "TensorQuant", "PRESETS", "ROLES", "GEMMS", "Fp8Linear", "LayerState",
+__all__ = ["LinearRecipe", "TensorQuant", "PRESETS", "FAITHFUL", "ROLES", "GEMMS", "Fp8Linear", "LayerState",
            "convert", "ConvertReport", "HEAD_NAMES", "weight_cache"]

@@ -407,9 +407,10 @@ class Fp8Linear(torch.nn.Linear):
     cast), ``saturated_blocks``, and for ``grad_output`` ``underflow`` (the fraction of its nonzero
     elements that quantized to zero).
 
-    ``save_fp8=True`` keeps what wgrad needs of the input in the input role's format (codes and
-    scales, or BF16/FP16 values) and decodes it when backward runs, instead of the FP32 input: the
-    same bits, and the bytes ``fp8lab.train.memory.saved_input_bytes`` counts.
+    ``save_fp8=True`` (the default, as Transformer Engine saves the FP8 input) keeps what wgrad
+    needs of the input in the input role's format (codes and scales, or BF16/FP16 values) and
+    decodes it when backward runs, instead of the FP32 input: the same bits, and the bytes
+    ``fp8lab.train.memory.saved_input_bytes`` counts. ``save_fp8=False`` keeps the FP32 input.
 
     >>> import torch
     >>> lin = Fp8Linear(4, 3, bias=False, recipe="fp32")
@@ -419,7 +420,7 @@ class Fp8Linear(torch.nn.Linear):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, *,
                  recipe: "LinearRecipe | str" = "fp8-tensorwise-delayed", device: Any = None, dtype: Any = None,
-                 save_fp8: bool = False) -> None:
+                 save_fp8: bool = True) -> None:
         if dtype is not None and dtype != torch.float32:
             raise ValueError(f"Fp8Linear keeps FP32 master weights; dtype must be torch.float32 or None, got {dtype}")
         super().__init__(in_features, out_features, bias=bias, device=device, dtype=torch.float32)
@@ -431,7 +432,7 @@ class Fp8Linear(torch.nn.Linear):
 
     @classmethod
     def from_linear(cls, linear: torch.nn.Linear, recipe: "LinearRecipe | str" = "fp8-tensorwise-delayed", *,
-                    save_fp8: bool = False) -> "Fp8Linear":
+                    save_fp8: bool = True) -> "Fp8Linear":
         """An Fp8Linear sharing ``linear``'s parameters (the same Parameter objects, so ties and optimizers hold).
 
         >>> import torch

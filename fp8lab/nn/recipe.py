@@ -11,6 +11,24 @@ them along each GEMM's own reduction axis.
 The named presets (:data:`PRESETS`, :meth:`LinearRecipe.from_name`) follow published recipes, each
 with its source in ``source``; the *controls* are recipes meant to fail or degrade.
 
+Accumulation. The per-tensor and rowwise presets (``fp8-tensorwise-delayed``, ``fp8-tensorwise-current``,
+``fp8-rowwise``) accumulate every GEMM exactly in FP32: they are the *exact-accumulation* variants,
+the ones the recorded runs in ``bench/results/train.json`` used. Beside each, :data:`FAITHFUL` names
+the recipe with the accumulation its source runs on Hopper, cited to the config field:
+
+- Transformer Engine (``transformer_engine/pytorch/module/base.py``): ``_2X_ACC_FPROP = False``, so
+  fprop uses the tensor core's fast accumulation, modelled as a 14-bit accumulator never promoted
+  (``Accumulator(13, promote_every=None)``); ``_2X_ACC_DGRAD = _2X_ACC_WGRAD = True``, the split
+  accumulator that promotes partial sums to FP32, modelled every 128 elements of K (CUTLASS's SM90 FP8
+  GEMM promotes every 4 WGMMAs of K = 32; DeepSeek-V3's N_C = 128): ``Accumulator(13, 128)``;
+- torchao (``Float8LinearConfig``): ``gemm_config_output = Float8GemmConfig(use_fast_accum=True)`` for
+  the output GEMM (fprop), ``use_fast_accum=False`` for ``gemm_config_grad_input`` (dgrad) and
+  ``gemm_config_grad_weight`` (wgrad); the same two models.
+
+``mxfp8`` needs no second preset (its 32-element K-blocks change scale along K, so the tensor core
+cannot run them unpromoted; TE's MXFP8 GEMMs accumulate in FP32) and ``fp8-blockwise`` already uses
+DeepSeek-V3's promoted accumulator.
+
 >>> r = LinearRecipe.from_name("fp8-blockwise")
 >>> r.input.format.name, r.weight.scaling.block, r.fprop.promote_every
 ('float8_e4m3fn', (128, 128), 128)
@@ -20,6 +38,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -29,7 +48,7 @@ from ..registry import get_format
 from ..scaling import AxisScaling, BlockScaling, DelayedScaling, MXScaling, Recipe, TensorScaling
 from ..validation import check_bool, lookup_key
 
-__all__ = ["TensorQuant", "LinearRecipe", "PRESETS", "ROLES", "GEMMS"]
+__all__ = ["TensorQuant", "LinearRecipe", "PRESETS", "ROLES", "GEMMS", "FAITHFUL"]
 
 #: The three tensors a linear layer quantizes, and the three GEMMs of its training step.
 ROLES = ("input", "weight", "grad_output")
@@ -219,21 +238,43 @@ def _fp16(loss_scaling: bool = True) -> LinearRecipe:
                         source="Micikevicius et al. 2018, 'Mixed Precision Training' (arXiv 1710.03740), loss scaling")
 
 
+#: Hopper's FP8 fast accumulation: the tensor core's ~14-bit accumulator over all of K, never promoted.
+_FAST_ACC = Accumulator(mantissa_bits=13, promote_every=None)
+#: The split accumulator: partial sums promoted to FP32 every 128 elements of K (4 WGMMAs of K = 32).
+_SPLIT_ACC = Accumulator(mantissa_bits=13, promote_every=128)
+_EXACT = "exact FP32 accumulation in every GEMM (the exact-accumulation variant; the recorded runs used it)"
+_TE_ACC = ("; accumulation as TE runs it on Hopper: fprop fast accumulation (_2X_ACC_FPROP = False), dgrad and "
+           "wgrad split accumulator (_2X_ACC_DGRAD = _2X_ACC_WGRAD = True), transformer_engine/pytorch/module/base.py")
+_TORCHAO_ACC = ("; accumulation as torchao runs it: Float8LinearConfig.gemm_config_output = "
+                "Float8GemmConfig(use_fast_accum=True) for fprop, gemm_config_grad_input and gemm_config_grad_weight "
+                "use_fast_accum=False (split accumulator) for dgrad and wgrad")
+_SPLIT_MODEL = (" (fast accumulation modelled as Accumulator(13, promote_every=None), the split accumulator as "
+                "Accumulator(13, 128): CUTLASS's SM90 FP8 GEMM promotes every 4 WGMMAs of K=32, DeepSeek-V3's N_C = 128)")
+
+
+def _faithful(exact: LinearRecipe, name: str, acc_source: str) -> LinearRecipe:
+    """``exact`` with its source's accumulation: fast accumulation in fprop, the split accumulator in dgrad and wgrad."""
+    return dataclasses.replace(exact, name=name, fprop=_FAST_ACC, dgrad=_SPLIT_ACC, wgrad=_SPLIT_ACC,
+                               description=exact.description.replace(f"; {_EXACT}", "") + acc_source.replace("; ", "; ", 1),
+                               source=exact.source + acc_source + _SPLIT_MODEL)
+
+
 def _tensorwise_delayed() -> LinearRecipe:
     return LinearRecipe("fp8-tensorwise-delayed", **_all(_E4M3, _E4M3, _E5M2, lambda: DelayedScaling(history_len=1024, algo="max")),
-                        description="per-tensor scales from a 1024-step amax history (max); HYBRID: E4M3 forward, E5M2 gradients",
+                        description="per-tensor scales from a 1024-step amax history (max); HYBRID: E4M3 forward, E5M2 "
+                                    f"gradients; {_EXACT}",
                         source=f"{_TE}.DelayedScaling defaults (fp8_format=HYBRID, amax_history_len=1024, amax_compute_algo='max', margin=0)")
 
 
 def _tensorwise_current() -> LinearRecipe:
     return LinearRecipe("fp8-tensorwise-current", **_all(_E4M3, _E4M3, _E5M2, TensorScaling),
-                        description="per-tensor scales from the tensor's own amax; HYBRID: E4M3 forward, E5M2 gradients",
+                        description=f"per-tensor scales from the tensor's own amax; HYBRID: E4M3 forward, E5M2 gradients; {_EXACT}",
                         source=f"{_TE}.Float8CurrentScaling (fp8_format=HYBRID)")
 
 
 def _rowwise() -> LinearRecipe:
     return LinearRecipe("fp8-rowwise", **_all(_E4M3, _E4M3, _E4M3, lambda: AxisScaling(axis=-1, pow2=True)),
-                        description="one power-of-two scale per row along each GEMM's reduction axis, E4M3 everywhere",
+                        description=f"one power-of-two scale per row along each GEMM's reduction axis, E4M3 everywhere; {_EXACT}",
                         source="torchao.float8 Float8LinearConfig.from_recipe_name('rowwise') (axiswise E4M3, round_scales_to_power_of_2=True)")
 
 
@@ -289,9 +330,19 @@ PRESETS: dict[str, Callable[[], LinearRecipe]] = {
     "fp8-rowwise": _rowwise,
     "fp8-blockwise": _blockwise,
     "mxfp8": _mxfp8,
+    "fp8-tensorwise-delayed-te": lambda: _faithful(_tensorwise_delayed(), "fp8-tensorwise-delayed-te", _TE_ACC),
+    "fp8-tensorwise-current-te": lambda: _faithful(_tensorwise_current(), "fp8-tensorwise-current-te", _TE_ACC),
+    "fp8-rowwise-torchao": lambda: _faithful(_rowwise(), "fp8-rowwise-torchao", _TORCHAO_ACC),
     "fp8-unscaled": _unscaled,
     "fp16-no-loss-scaling": lambda: _fp16(loss_scaling=False),
     "fp8-e4m3-grads-unscaled": _e4m3_grads_unscaled,
     "fp8-acc14-no-promotion": _acc14_no_promotion,
     "fp8-dgrad-128x128": lambda: _blockwise((128, 128)),
+}
+
+#: The presets with their source's accumulation, each mapped to its exact-accumulation variant (same casts).
+FAITHFUL: dict[str, str] = {
+    "fp8-tensorwise-delayed-te": "fp8-tensorwise-delayed",
+    "fp8-tensorwise-current-te": "fp8-tensorwise-current",
+    "fp8-rowwise-torchao": "fp8-rowwise",
 }

@@ -97,7 +97,7 @@ def train(recipe: Any = "fp32", config: TrainConfig | None = None, *,
     >>> train("nope")
     Traceback (most recent call last):
     ...
-    ValueError: unknown training recipe 'nope'; known: fp32, bf16, fp16, fp8-tensorwise-delayed, fp8-tensorwise-current, fp8-rowwise, fp8-blockwise, mxfp8, fp8-unscaled, fp16-no-loss-scaling, fp8-e4m3-grads-unscaled, fp8-acc14-no-promotion, fp8-dgrad-128x128
+    ValueError: unknown training recipe 'nope'; known: fp32, bf16, fp16, fp8-tensorwise-delayed, fp8-tensorwise-current, fp8-rowwise, fp8-blockwise, mxfp8, fp8-tensorwise-delayed-te, fp8-tensorwise-current-te, fp8-rowwise-torchao, fp8-unscaled, fp16-no-loss-scaling, fp8-e4m3-grads-unscaled, fp8-acc14-no-promotion, fp8-dgrad-128x128
     """
     from ..nn import LinearRecipe
 

@@ -15,8 +15,8 @@ transformer from its :class:`fp8lab.sizing.ModelConfig`) and a number of tokens 
 - **optimizer states**: AdamW's two FP32 moments;
 - **saved linear inputs**: what wgrad reads, each distinct linear input once per layer, in the input
   role's format and blocks along the token axis (DeepSeek-V3's 128x1 tiles; an FP8 implementation
-  keeps only this copy, as ``Fp8Linear(..., save_fp8=True)`` does; by default fp8lab's emulation
-  keeps the FP32 input too, for the analysis). :func:`saved_input_bytes` is one layer's share.
+  keeps only this copy, as ``Fp8Linear`` does by default, ``save_fp8=True``; with ``save_fp8=False``
+  it keeps the FP32 input instead). :func:`saved_input_bytes` is one layer's share.
 
 Activations saved by the rest of the network (norms, attention, GELU) do not depend on the recipe
 and are left out, as are temporary buffers.
@@ -161,7 +161,7 @@ def _matrix_bytes(tq, rows: int, cols: int) -> int:
 def saved_input_bytes(recipe: Any, tokens: int, in_features: int) -> int:
     """Bytes one linear layer keeps of its input for wgrad: (tokens, in_features) cast along the tokens, scales included.
 
-    What ``Fp8Linear(..., save_fp8=True)`` saves for backward (``tests/test_nn_layer.py`` measures it
+    What ``Fp8Linear`` saves for backward (``save_fp8=True``, the default) (``tests/test_nn_layer.py`` measures it
     with ``torch.autograd.graph.saved_tensors_hooks``); the "saved linear inputs" component sums it.
 
     >>> saved_input_bytes("fp8-blockwise", 256, 128), saved_input_bytes("fp32", 256, 128)
