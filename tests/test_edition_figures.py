@@ -122,3 +122,27 @@ def test_the_font_comes_from_the_pinned_package_not_the_system() -> None:
     buf = io.BytesIO()
     font.save(buf)
     assert buf.tell() < 200_000
+
+
+@pytest.mark.kernel
+def test_one_execution_yields_both_editions_figures(tmp_path) -> None:
+    """A chapter executed once by the course's runner carries, for each figure, its Chinese rendering."""
+    import nbformat
+
+    from fp8lab.course.edition import render
+    from fp8lab.course.execute import execute_chapter
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "%matplotlib inline\nimport matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1, 2], label='normal values')\n"
+        "ax.set_xlabel('training step'); ax.legend(); plt.show()\n"
+        "from matplotlib.figure import Figure\nf = Figure(); f.add_subplot().set_title('an English sentence here'); f")])
+    nbformat.write(nb, tmp_path / "00_x.ipynb")
+    run = execute_chapter(tmp_path / "00_x.ipynb", cell_timeout=60)
+    outs = [o for o in run.notebook.cells[0].outputs if "image/png" in o.get("data", {})]
+    assert len(outs) == 2
+    first, second = (o.metadata[figtext.META_KEY] for o in outs)
+    assert first["untranslated"] == [] and first["missing_glyphs"] == [] and first["zh"]["image/png"]
+    assert second["untranslated"] == ["an English sentence here"]  # reported, for the test over the chapters
+    zh = render(run.notebook, None)
+    assert [o.data["image/png"] for o in zh.cells[0].outputs if "image/png" in o.get("data", {})] == \
+        [first["zh"]["image/png"], second["zh"]["image/png"]]
