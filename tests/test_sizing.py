@@ -361,7 +361,7 @@ def test_zero_paper_figures():
 
 def test_recipes_bytes_per_parameter():
     expected = {"fp32": 4 + 4 + 4 + 4, "mixed-fp16": 2 + 2 + 4 + 4 + 4, "mixed-bf16": 2 + 2 + 4 + 4 + 4,
-                "fp8": 1 + 2 + 4 + 4 + 4, "deepseek-v3": 4 + 4 + 2 + 2}
+                "fp8": 1 + 4 + 4 + 4 + 4, "deepseek-v3": 4 + 4 + 2 + 2}
     assert sz.list_training_recipes() == list(expected)
     for name, want in expected.items():
         assert sz.get_training_recipe(name).bytes_per_param == want

@@ -101,7 +101,7 @@ def test_training_memory_stacks_to_the_recipe_total() -> None:
         totals[i] = totals.get(i, 0.0) + p.get_height()
     assert [totals[i] for i in range(len(recipes))] == \
         [fl.get_training_recipe(r).bytes_per_param for r in recipes]
-    assert "from 12 (deepseek-v3) to 16 (fp32)" in ax.get_title()  # ZeRO's 16 bytes; DeepSeek-V3's 4 + 4 + 2 + 2
+    assert "from 12 (deepseek-v3) to 17 (fp8)" in ax.get_title()  # FP32 master, gradients and Adam plus the FP8 copy; DeepSeek-V3's 4 + 4 + 2 + 2
 
 
 @pytest.mark.parametrize("draw", [

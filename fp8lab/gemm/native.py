@@ -48,8 +48,8 @@ def _why_not(device: str) -> str | None:
             cap = torch.cuda.get_device_capability(dev)
             if cap < (8, 9):
                 name = torch.cuda.get_device_name(dev)
-                return (f"{name} has compute capability {cap[0]}.{cap[1]}; FP8 torch._scaled_mm needs 8.9 (Ada) "
-                        "or 9.0 (Hopper)")
+                return (f"{name} has compute capability {cap[0]}.{cap[1]}; FP8 torch._scaled_mm needs 8.9 "
+                        "or higher (Ada 8.9, Hopper 9.0, Blackwell 10.0)")
     try:  # a tiny probe: the op may exist and still not run on this device or build
         a = torch.ones(16, 16, device=dev).to(torch.float8_e4m3fn)
         b = torch.ones(16, 16, device=dev).to(torch.float8_e4m3fn).t()
