@@ -196,3 +196,18 @@ def test_only_answer_cells_are_taken_by_id_and_comprehensions_are_batched_in_ord
              "g": lambda x, y=0: x + y}
     exec(harness.compile_test("out = [g(i, y=1) for i in range(3)]\nsame = [h(2) for h in [abs]]", "t"), scope)
     assert scope["out"] == [1, 2, 3] and scope["same"] == [2] and calls == ["batch"]
+
+
+@NEEDS_BWRAP
+def test_a_fork_bomb_stops_at_the_process_cap_where_a_pids_cgroup_can_be_made():
+    probe = sandbox.pids_cgroup(8)
+    sandbox.remove_cgroup(probe)
+    if probe is None:
+        pytest.skip("this machine lets the grader make no pids cgroup: the process count is not capped here")
+    with Sandbox(["numpy"], limits=Limits(processes=40)) as box:
+        r = box.run("import os\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            import time\n"
+                    "            time.sleep(60)\n            os._exit(0)\n        n += 1\nexcept OSError as err:\n"
+                    "    print(n, err.errno)", "bomb", timeout=30)
+        group = box._cgroup
+    assert r.ok and r.stdout.split() == ["37", "11"]  # bwrap, the sandbox's init and the runner count too; EAGAIN
+    assert not group.exists()  # removed with the sandbox

@@ -23,9 +23,11 @@ then refuses unless the instructor passes ``--unsafe-no-sandbox``, which runs th
 plain child process under the same limits and allowlisted ``sys.path`` (a determined submission can
 escape that: it sees the whole file system).
 
-Not capped: the number of processes. ``RLIMIT_NPROC`` does not apply to root's processes (which the
-sandbox's are, seen from outside, when the grader runs as root), so a fork bomb runs until the
-cell's deadline kills its PID namespace; a pids cgroup would cap it where cgroups are delegated.
+The number of processes (128) is capped by a pids cgroup of its own (:func:`pids_cgroup`) where the
+grader may create one (as root in a container with a writable ``/sys/fs/cgroup/pids``, as here);
+elsewhere it is not capped (``RLIMIT_NPROC`` does not apply to root's processes, which the
+sandbox's are, seen from outside), and a fork bomb runs until the cell's deadline kills its PID
+namespace.
 
 >>> Limits().memory // 2**30, Limits().output // 2**20
 (3, 1)
@@ -53,7 +55,7 @@ from typing import Any, Sequence
 from .runner import decode, encode
 
 __all__ = ["Limits", "bwrap_path", "sandbox_problem", "Sandbox", "SandboxDied", "CellTimeout", "RemoteError",
-           "CellResult", "package_dirs", "UNSAFE_ENV"]
+           "CellResult", "package_dirs", "UNSAFE_ENV", "pids_cgroup", "remove_cgroup"]
 
 #: set to 1 (by ``--unsafe-no-sandbox``) to grade without bubblewrap
 UNSAFE_ENV = "FP8LAB_UNSAFE_NO_SANDBOX"
@@ -63,7 +65,7 @@ THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NU
 
 @dataclass(frozen=True)
 class Limits:
-    """The caps on one sandbox: memory (bytes), CPU seconds, file size, output per cell, one answer, /tmp."""
+    """The caps on one sandbox: memory (bytes), CPU seconds, file size, output per cell, one answer, /tmp, processes."""
 
     memory: int = 3 * 2**30
     cpu_seconds: int = 1200
@@ -71,6 +73,7 @@ class Limits:
     output: int = 2**20
     answer: int = 64 * 2**20
     tmp_size: int = 256 * 2**20
+    processes: int = 128
 
 
 class CellTimeout(BaseException):
@@ -190,8 +193,56 @@ def _system_binds() -> list[str]:
     return args
 
 
-def _limit(memory: int, cpu: int, fsize: int) -> None:
+PIDS_ROOTS = (pathlib.Path("/sys/fs/cgroup/pids"), pathlib.Path("/sys/fs/cgroup"))
+
+
+def pids_cgroup(max_pids: int) -> pathlib.Path | None:
+    """A fresh pids cgroup (v1 ``pids`` hierarchy, or v2 with the pids controller) capped at ``max_pids``; None
+    where this process may not create one (then the number of processes is not capped).
+
+    >>> cg = pids_cgroup(16)
+    >>> cg is None or (cg / "pids.max").read_text().strip() == "16"
+    True
+    >>> remove_cgroup(cg)
+    """
+    import uuid
+
+    for root in PIDS_ROOTS:
+        if not (root / "cgroup.procs").exists():
+            continue
+        folder = root / f"fp8lab-sandbox-{uuid.uuid4().hex[:12]}"
+        try:
+            folder.mkdir()
+        except OSError:
+            continue
+        try:
+            (folder / "pids.max").write_text(str(int(max_pids)))
+            return folder
+        except OSError:
+            remove_cgroup(folder)
+    return None
+
+
+def remove_cgroup(folder: pathlib.Path | None) -> None:
+    """Remove a cgroup made by :func:`pids_cgroup` once its processes are gone (tries for a few seconds)."""
+    if folder is None:
+        return
+    for _ in range(50):
+        try:
+            folder.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
+def _limit(memory: int, cpu: int, fsize: int, cgroup: str | None = None) -> None:
     import resource
+
+    if cgroup is not None:  # this process and everything it starts count against the cgroup's pids.max
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as fh:
+            fh.write(str(os.getpid()))
 
     for kind, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_CPU, cpu), (resource.RLIMIT_FSIZE, fsize),
                         (resource.RLIMIT_CORE, 0)):
@@ -216,6 +267,7 @@ class Sandbox:
         self.limits = limits
         self.unsafe = unsafe
         self.proc: subprocess.Popen | None = None
+        self._cgroup: pathlib.Path | None = None
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._buf = b""
 
@@ -256,9 +308,11 @@ class Sandbox:
                     str(from_child_w), "/site"]
             cwd = self._tmp.name
         lim = self.limits
+        self._cgroup = pids_cgroup(lim.processes)
+        cg = str(self._cgroup) if self._cgroup else None
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      pass_fds=(to_child_r, from_child_w), cwd=cwd, env=env, start_new_session=True,
-                                     preexec_fn=lambda: _limit(lim.memory, lim.cpu_seconds, lim.file_size))
+                                     preexec_fn=lambda: _limit(lim.memory, lim.cpu_seconds, lim.file_size, cg))
         os.close(to_child_r)
         os.close(from_child_w)
         self._w, self._r = to_child_w, from_child_r
@@ -279,6 +333,8 @@ class Sandbox:
             with contextlib.suppress(OSError):
                 os.close(self._r)
             self.proc = None
+            remove_cgroup(self._cgroup)
+            self._cgroup = None
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
@@ -309,7 +365,9 @@ class Sandbox:
                 continue
             chunk = os.read(self._r, 1 << 20)
             if not chunk:
-                code = self.proc.poll() if self.proc else None
+                code = None
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    code = self.proc.wait(timeout=2) if self.proc else None  # its status, once bwrap has it
                 self.close()
                 raise SandboxDied(f"the submission's process ended (exit status {code})" if code is not None
                                   else "the submission's process ended")
