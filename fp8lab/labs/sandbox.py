@@ -23,9 +23,10 @@ then refuses unless the instructor passes ``--unsafe-no-sandbox``, which runs th
 plain child process under the same limits and allowlisted ``sys.path`` (a determined submission can
 escape that: it sees the whole file system).
 
-The number of processes (128) is capped by a pids cgroup of its own (:func:`pids_cgroup`) where the
-grader may create one (as root in a container with a writable ``/sys/fs/cgroup/pids``, as here);
-elsewhere it is not capped (``RLIMIT_NPROC`` does not apply to root's processes, which the
+The number of processes (128) and their memory together (3 GiB) are capped by cgroups of its own
+(:func:`make_cgroups`, below the grader's) where the grader may create them (as root in a container
+with writable v1 ``pids`` and ``memory`` hierarchies, as on this project's machines); elsewhere
+they are not capped (``RLIMIT_NPROC`` does not apply to root's processes, which the
 sandbox's are, seen from outside), and a fork bomb runs until the cell's deadline kills its PID
 namespace.
 
@@ -55,7 +56,7 @@ from typing import Any, Sequence
 from .runner import decode, encode
 
 __all__ = ["Limits", "bwrap_path", "sandbox_problem", "Sandbox", "SandboxDied", "CellTimeout", "RemoteError",
-           "CellResult", "package_dirs", "UNSAFE_ENV", "pids_cgroup", "remove_cgroup"]
+           "CellResult", "package_dirs", "UNSAFE_ENV", "make_cgroups", "remove_cgroups"]
 
 #: set to 1 (by ``--unsafe-no-sandbox``) to grade without bubblewrap
 UNSAFE_ENV = "FP8LAB_UNSAFE_NO_SANDBOX"
@@ -193,38 +194,59 @@ def _system_binds() -> list[str]:
     return args
 
 
-PIDS_ROOTS = (pathlib.Path("/sys/fs/cgroup/pids"), pathlib.Path("/sys/fs/cgroup"))
+def _own_cgroup(controller: str) -> pathlib.Path | None:
+    """This process's cgroup folder for a v1 ``controller`` (``pids``, ``memory``), from /proc/self/cgroup."""
+    try:
+        lines = pathlib.Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, names, path = line.split(":", 2)
+        if controller in names.split(","):
+            folder = pathlib.Path("/sys/fs/cgroup") / controller / path.lstrip("/")
+            return folder if (folder / "cgroup.procs").exists() else None
+    return None
 
 
-def pids_cgroup(max_pids: int) -> pathlib.Path | None:
-    """A fresh pids cgroup (v1 ``pids`` hierarchy, or v2 with the pids controller) capped at ``max_pids``; None
-    where this process may not create one (then the number of processes is not capped).
+def make_cgroups(processes: int, memory: int) -> list[pathlib.Path]:
+    """Fresh cgroups below this process's own: ``pids`` capped at ``processes``, ``memory`` at ``memory`` bytes
+    (for all the sandbox's processes together). Each one this process may not make is left out (then
+    that total is not capped; each process still has its own address-space cap).
 
-    >>> cg = pids_cgroup(16)
-    >>> cg is None or (cg / "pids.max").read_text().strip() == "16"
+    >>> groups = make_cgroups(16, 2**30)
+    >>> all(g.name.startswith("fp8lab-sandbox-") for g in groups)
     True
-    >>> remove_cgroup(cg)
+    >>> remove_cgroups(groups)
     """
     import uuid
 
-    for root in PIDS_ROOTS:
-        if not (root / "cgroup.procs").exists():
+    out = []
+    name = f"fp8lab-sandbox-{uuid.uuid4().hex[:12]}"
+    for controller, knob, value in (("pids", "pids.max", processes), ("memory", "memory.limit_in_bytes", memory)):
+        base = _own_cgroup(controller)
+        if base is None:
             continue
-        folder = root / f"fp8lab-sandbox-{uuid.uuid4().hex[:12]}"
+        folder = base / name
         try:
             folder.mkdir()
         except OSError:
             continue
         try:
-            (folder / "pids.max").write_text(str(int(max_pids)))
-            return folder
+            (folder / knob).write_text(str(int(value)))
+            out.append(folder)
         except OSError:
-            remove_cgroup(folder)
-    return None
+            remove_cgroups([folder])
+    return out
+
+
+def remove_cgroups(folders: Sequence[pathlib.Path]) -> None:
+    """Remove cgroups made by :func:`make_cgroups` once their processes are gone (tries for a few seconds)."""
+    for folder in folders:
+        remove_cgroup(folder)
 
 
 def remove_cgroup(folder: pathlib.Path | None) -> None:
-    """Remove a cgroup made by :func:`pids_cgroup` once its processes are gone (tries for a few seconds)."""
+    """Remove one cgroup folder once its processes are gone (tries for a few seconds)."""
     if folder is None:
         return
     for _ in range(50):
@@ -237,10 +259,10 @@ def remove_cgroup(folder: pathlib.Path | None) -> None:
             time.sleep(0.1)
 
 
-def _limit(memory: int, cpu: int, fsize: int, cgroup: str | None = None) -> None:
+def _limit(memory: int, cpu: int, fsize: int, cgroups: Sequence[str] = ()) -> None:
     import resource
 
-    if cgroup is not None:  # this process and everything it starts count against the cgroup's pids.max
+    for cgroup in cgroups:  # this process and everything it starts count against the cgroups' caps
         with open(os.path.join(cgroup, "cgroup.procs"), "w") as fh:
             fh.write(str(os.getpid()))
 
@@ -267,7 +289,7 @@ class Sandbox:
         self.limits = limits
         self.unsafe = unsafe
         self.proc: subprocess.Popen | None = None
-        self._cgroup: pathlib.Path | None = None
+        self._cgroups: list[pathlib.Path] = []
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._buf = b""
 
@@ -308,8 +330,8 @@ class Sandbox:
                     str(from_child_w), "/site"]
             cwd = self._tmp.name
         lim = self.limits
-        self._cgroup = pids_cgroup(lim.processes)
-        cg = str(self._cgroup) if self._cgroup else None
+        self._cgroups = make_cgroups(lim.processes, lim.memory)
+        cg = [str(g) for g in self._cgroups]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      pass_fds=(to_child_r, from_child_w), cwd=cwd, env=env, start_new_session=True,
                                      preexec_fn=lambda: _limit(lim.memory, lim.cpu_seconds, lim.file_size, cg))
@@ -333,8 +355,8 @@ class Sandbox:
             with contextlib.suppress(OSError):
                 os.close(self._r)
             self.proc = None
-            remove_cgroup(self._cgroup)
-            self._cgroup = None
+            remove_cgroups(self._cgroups)
+            self._cgroups = []
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
