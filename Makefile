@@ -11,7 +11,8 @@ JOBS   ?= 2
 # The edition: `make lab LANG=zh` / `make book LANG=zh` give the Chinese one (中文版). Only a LANG given on make's
 # command line counts: LANG in the environment is the shell's locale (en_US.UTF-8), never an edition. The
 # recipes then run without that LANG, so the locale of the programs they start is not "zh".
-EDITION := $(if $(filter command line,$(origin LANG)),$(LANG),en)
+# (zh, ZH, zh-CN, zh_CN.UTF-8 all name the Chinese edition)
+EDITION := $(shell echo '$(if $(filter command line,$(origin LANG)),$(LANG),en)' | tr 'A-Z_.' 'a-z--' | cut -d- -f1)
 NOLANG  := $(if $(filter command line,$(origin LANG)),env -u LANG,)
 
 .PHONY: lab lab-fresh test test-fast bench venv clean exercises book grade

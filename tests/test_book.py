@@ -311,7 +311,9 @@ def test_every_page_asks_mathjax_only_for_fonts_the_book_ships(tmp_path):
 
 
 @pytest.mark.parametrize("args, env_lang, edition", [
-    (["LANG=zh"], "en_US.UTF-8", "zh"), ([], "zh_CN.UTF-8", "en"), ([], "zh", "en"), (["LANG=en"], "C", "en")])
+    (["LANG=zh"], "en_US.UTF-8", "zh"), ([], "zh_CN.UTF-8", "en"), ([], "zh", "en"), (["LANG=en"], "C", "en"),
+    (["LANG=zh-CN"], "C.UTF-8", "zh"), (["LANG=ZH"], "en_GB.UTF-8", "zh"), (["LANG=zh_CN.UTF-8"], "", "zh"),
+    (["LANG=en_US.UTF-8"], "zh_CN.UTF-8", "en")])
 def test_make_takes_the_edition_from_its_command_line_never_from_the_locale(args, env_lang, edition):
     env = {**os.environ, "LANG": env_lang}
     for target, expect in (("book", f"--lang {edition}"), ("lab", f"--lang {edition}")):
