@@ -36,7 +36,8 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 
 #: valid values for required arguments, by dest: each case changes one argument on top of these
 VALID = {"value": "1", "values": "1", "format": "e4m3", "model": "llama-2-7b", "params": "7e9",
-         "lab": "01_decode_exmy", "labs": "01_decode_exmy", "folder": "{empty_dir}", "notebook": "{attempt}"}
+         "lab": "01_decode_exmy", "labs": "01_decode_exmy", "folder": "{empty_dir}", "notebook": "{attempt}",
+         "date": "2026-12-24T17:00"}
 
 #: dests whose value names something from a closed set (a format, model, GPU, plan, recipe, lab, question)
 NAME_DESTS = {"format", "model", "gpu", "dtype", "scale_dtype", "weights_dtype", "kv_dtype", "plan", "recipe",
@@ -46,6 +47,10 @@ OUTPUT_OPTIONS = {"--json": ".json", "--plot": ".png", "--export": ".txt", "--to
                   "--output": ".txt", "--save": ".txt"}
 #: positionals that name an input notebook or an input folder
 INPUT_FILES, INPUT_FOLDERS = {"notebook"}, {"folder"}
+#: dests that take a date and time (ISO 8601)
+DATE_DESTS = {"date", "due", "deadline"}
+BAD_DATES = [("word", "tomorrow"), ("empty", ""), ("month-13", "2026-13-01T17:00"), ("feb-30", "2026-02-30"),
+             ("hour-25", "2026-12-24T25:00"), ("slashes", "24/12/2026"), ("e-acute", "é"), ("cjk", "中文"), ("rtl-override", "\u202e")]
 
 UNICODE = [("e-acute", "é"), ("cjk", "中文"), ("rtl-override", "\u202e")]
 NOT_A_NUMBER = [("word", "abc"), ("empty", ""), *UNICODE, ("comma", "1,5"), ("two-dots", "1.2.3")]
@@ -163,6 +168,8 @@ def _kind(action: argparse.Action) -> str:
         return "input-file"
     if action.dest in INPUT_FOLDERS:
         return "input-folder"
+    if action.dest in DATE_DESTS:
+        return "date"
     if action.dest in NAME_DESTS or getattr(action.type, "__name__", "").endswith("_name"):
         return "name"
     return "text"
@@ -205,6 +212,8 @@ def bad_values(action: argparse.Action) -> list[tuple[str, str]]:
                 ("bad-student-id", "{bad_ids}")]
     if kind == "name":
         return BAD_NAMES
+    if kind == "date":
+        return BAD_DATES
     return []
 
 
