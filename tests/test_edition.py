@@ -194,6 +194,10 @@ def test_english_sentences_left_in_a_translation_are_found() -> None:
     for s in rng.sample(sentences, 20):
         assert edition.english_runs(f"这是一段中文说明，{s}然后继续。"), s
         assert edition.english_runs(f"说明{s}继续"), s
+        words = s.split()
+        with_number = " ".join(words[:3] + ["448 (2^-9),"] + words[3:])  # numbers and code inside an English run
+        with_code = " ".join(words[:2] + ["`fl.quantize(x)`"] + words[2:])
+        assert edition.english_runs(f"说明：{with_number}。") and edition.english_runs(f"说明：{with_code}。"), s
     kept = ("用 `fl.quantize(x, \"e4m3\")` 与 $2^{-9} \\times m$ 计算；见 [the course map](00_welcome.ipynb#Course-map)、"
             "NVIDIA Transformer Engine、DeepSeek-V3 与 *FP8 Formats for Deep Learning*。\n\n## 参考资料\n\n"
             "- Micikevicius et al., FP8 formats for deep learning, arXiv 2209.05433.")

@@ -276,7 +276,7 @@ e5m2fnuz e8m0 ue8m0 e2m1 e3m2 e2m3 bf16 fp16 fp32 fp8 fp6 fp4 int8 int4 kv mla g
 megatron te torchao gfloat d2l arxiv et al flashattention vllm sglang tensorrt softmax relu gelu swiglu
 silu layernorm rmsnorm amax absmax nan inf inf-nan fn fnuz python pip
 """.split())
-_ENGLISH_WORD = re.compile(r"(?<![A-Za-z0-9_.\-/])[A-Za-z]+(?:'[a-z]+)?(?![A-Za-z0-9_\-/])")
+_ENGLISH_WORD = re.compile(r"(?<![A-Za-z0-9_.\-/'])[A-Za-z]{2,}(?:'[a-z]+)?(?![A-Za-z0-9_\-/])")  # one letter: a symbol
 _SKIP = [
     re.compile(r"(`+)(.+?)\1", re.S),                    # code spans
     re.compile(r"^\s*```.*?^\s*```", re.S | re.M),       # fenced code
@@ -284,8 +284,10 @@ _SKIP = [
     re.compile(r"<!--.*?-->|<[^>]+>", re.S),             # HTML comments and tags
     re.compile(r"\]\([^)]*\)"),                           # link targets
     re.compile(r"https?://\S+"),                          # URLs
-    re.compile(r"\*[^*\n]+\*|_[^_\n]+_|\"[^\"\n]+\"|“[^”\n]+”"),  # titles in emphasis or quotes
+    re.compile(r"\*[^*\n]+\*|_[^_\n]+_|\"[^\"\n]+\"|“[^”]{1,400}”|「[^」]{1,400}」"),  # titles, quotations
 ]
+#: what may stand between two words of one English run: spaces, ASCII punctuation, numbers and maths signs
+_ENGLISH_GAP = re.compile(r"(?:[\s,;:()\-–—'’.!?%^+*/=<>~±×0-9\[\]]|(?<![A-Za-z])[A-Za-z](?![A-Za-z]))*")
 #: a run of this many English words (not names) in a row is an untranslated sentence
 ENGLISH_RUN = 4
 
@@ -307,7 +309,7 @@ def english_runs(zh: str, names: frozenset[str] = NAMES, run: int = ENGLISH_RUN)
         word = w.group(0)
         is_name = word.lower() in names or any(c.isupper() for c in word[1:])  # E4M3, DeepSeek, NVIDIA
         gap = text[last_end:w.start()] if last_end >= 0 else ""
-        if is_name or (current and not re.fullmatch(r"[\s,;:()\-–—'’]*", gap)):
+        if is_name or (current and not _ENGLISH_GAP.fullmatch(gap)):
             if _sentence(current, run):
                 out.append(" ".join(current))
             current = []
