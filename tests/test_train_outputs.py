@@ -462,3 +462,48 @@ def test_a_folder_gone_during_the_run_sends_the_json_elsewhere(tmp_path, monkeyp
         assert strict_loads(spare.read_text())["steps_done"] == 1
     finally:
         spare.unlink()
+
+
+# ----- issue 20 §3: --warmup, the gap panel, the delayed-scaling note --------------------------------
+def test_warmup_defaults_to_a_tenth_of_a_short_run_and_refuses_more_than_the_run(tmp_path, capsys):
+    assert [tcli.warmup_steps(s, None) for s in (1, 5, 80, 999, 1000, 2000, 10**6)] == [1, 1, 8, 99, 100, 100, 100]
+    assert tcli.warmup_steps(80, 0) == 0 and tcli.warmup_steps(80, 80) == 80
+    assert train_main(["--steps", "80", "--warmup", "81"]) == 2
+    assert "--warmup 81 is longer than the run" in capsys.readouterr().err
+    js = tmp_path / "r.json"
+    assert train_main(["--steps", "2", "--warmup", "1", "--eval-iters", "1", "--quiet", "--json", str(js)]) == 0
+    assert json.loads(js.read_text())["config"]["warmup_steps"] == 1
+
+
+def _fake_run(name, offset, n=200, seed=0):
+    return {"recipe": {"name": name}, "loss": [3.0 - 0.005 * i + offset for i in range(n)],
+            "val": [{"step": n, "val": 2.0 + offset}], "config": {"seed": seed}}
+
+
+def test_the_compare_plot_shows_each_recipe_s_smoothed_gap_to_fp32():
+    import matplotlib.pyplot as plt
+    fig = tcli.loss_figure([_fake_run("fp32", 0.0), _fake_run("mxfp8", 0.03), _fake_run("bf16", -0.01)])
+    try:
+        assert len(fig.axes) == 2
+        gaps = {ln.get_label(): ln.get_ydata() for ln in fig.axes[1].get_lines() if not ln.get_label().startswith("_")}
+        assert set(gaps) == {"mxfp8", "bf16"}
+        assert np.allclose(gaps["mxfp8"], 0.03) and np.allclose(gaps["bf16"], -0.01)
+    finally:
+        plt.close(fig)
+    fig = tcli.loss_figure([_fake_run("mxfp8", 0.0), _fake_run("bf16", 0.0)])  # no fp32 run: nothing to subtract
+    try:
+        assert len(fig.axes) == 1
+    finally:
+        plt.close(fig)
+
+
+def test_delayed_scaling_s_first_step_and_overflows_are_explained_where_printed():
+    from fp8lab.train.loop import train
+    cfg = TrainConfig(steps=4, n_layer=1, eval_interval=4, eval_iters=1, warmup_steps=1)
+    delayed, current = train("fp8-tensorwise-delayed", cfg), train("fp8-tensorwise-current", cfg)
+    line = tcli._summary("fp8-tensorwise-delayed", delayed)
+    assert "first step casts at scale 1" in line
+    assert f"{delayed['underflow'][0]:.1%} underflow at step 1" in line
+    assert f"{sum(delayed['overflow'])} overflowed blocks in all, {delayed['overflow'][0]} of them at step 1" in line
+    assert delayed["underflow"][0] > 10 * max(delayed["underflow"][1:])  # what the note says happens
+    assert "scale 1" not in tcli._summary("fp8-tensorwise-current", current)

@@ -36,6 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --memory: tiny-gpt (default) or a published dense model (fp8lab size --list), e.g. llama-2-7b")
     p.add_argument("--tokens", type=positive_int, help="with --memory: tokens per step (default: 12 x 64 for tiny-gpt, 4096 otherwise)")
     p.add_argument("--steps", type=positive_int, default=2000, help="training steps (default 2000, nanoGPT's CPU example)")
+    p.add_argument("--warmup", type=nonnegative_int, default=None,
+                   help="learning-rate warm-up steps (default: nanoGPT's 100, or a tenth of --steps when that is fewer, "
+                        "so that a short run leaves its warm-up)")
     p.add_argument("--seed", type=nonnegative_int, default=0)
     p.add_argument("--eval-interval", type=positive_int, default=250, help="steps between validation losses")
     p.add_argument("--eval-iters", type=positive_int, default=20, help="batches per validation loss")
@@ -123,6 +126,20 @@ def _memory(args: argparse.Namespace) -> int:
     return 0
 
 
+def warmup_steps(steps: int, warmup: int | None) -> int:
+    """The warm-up a run of ``steps`` gets: ``warmup`` if given (at most ``steps``), else nanoGPT's 100 or a tenth of ``steps``.
+
+    >>> warmup_steps(2000, None), warmup_steps(80, None), warmup_steps(80, 0), warmup_steps(5, None)
+    (100, 8, 0, 1)
+    """
+    if warmup is None:
+        return min(100, max(1, steps // 10))
+    if warmup > steps:
+        raise ValueError(f"--warmup {warmup} is longer than the run (--steps {steps}): the learning rate would never "
+                         f"reach its peak")
+    return warmup
+
+
 def _plot_format(path: str) -> str:
     """The image format matplotlib writes for ``path`` (its extension; png without one)."""
     return Path(path).suffix[1:].lower() or "png"
@@ -149,35 +166,82 @@ def _plot(runs: list[dict], path: Path) -> None:
     """Draw the loss curves into ``path`` (written atomically, in the format of its extension)."""
     import io
 
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for r in runs:
-        loss = np.asarray(r["loss"], dtype=float)
-        if not len(loss):
-            continue
-        w = max(1, min(25, len(loss) // 10))
-        smooth = np.convolve(loss, np.ones(w) / w, mode="valid")
-        line, = ax.plot(np.arange(w, len(loss) + 1), smooth, label=r["recipe"]["name"], lw=1.2)
-        if r["val"]:
-            ax.plot([v["step"] for v in r["val"]], [v["val"] for v in r["val"]], "o", color=line.get_color(), ms=4)
-    ax.set_xlabel("step")
-    ax.set_ylabel("training loss (moving mean); dots: validation")
-    ax.set_title(f"tiny GPT on Shakespeare, seed {runs[0]['config']['seed']}")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
+    fig = loss_figure(runs)
     buf = io.BytesIO()
     try:
         fig.savefig(buf, dpi=120, format=_plot_format(str(path)))
     finally:
         plt.close(fig)
     atomic_write(path, buf.getvalue())
+
+
+def loss_figure(runs: list[dict]) -> Any:
+    """The runs' smoothed loss curves (validation as dots), and below them, when fp32 is among them, each other
+    recipe's smoothed gap to fp32: the curves themselves lie on top of each other.
+
+    >>> run = lambda n, d: {"recipe": {"name": n}, "loss": [3.0 - 0.01 * i + d for i in range(50)], "val": [], "config": {"seed": 0}}
+    >>> fig = loss_figure([run("fp32", 0.0), run("mxfp8", 0.02)]); len(fig.axes), fig.axes[1].get_ylabel()
+    (2, "loss minus fp32's (moving mean)")
+    >>> len(loss_figure([run("mxfp8", 0.0)]).axes)
+    1
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    base = next((r for r in runs if r["recipe"]["name"] == "fp32"), None)
+    others = [r for r in runs if r is not base]
+    two = base is not None and bool(others) and len(base["loss"]) > 0
+    fig, axes = plt.subplots(2 if two else 1, 1, figsize=(8, 7.5 if two else 4.5), sharex=True, squeeze=False,
+                             gridspec_kw={"height_ratios": [3, 2]} if two else None)
+    ax = axes[0, 0]
+    colors = {}
+    for r in runs:
+        loss = np.asarray(r["loss"], dtype=float)
+        if not len(loss):
+            continue
+        steps, smooth = _smoothed(loss)
+        line, = ax.plot(steps, smooth, label=r["recipe"]["name"], lw=1.2)
+        colors[id(r)] = line.get_color()
+        if r["val"]:
+            ax.plot([v["step"] for v in r["val"]], [v["val"] for v in r["val"]], "o", color=line.get_color(), ms=4)
+    ax.set_ylabel("training loss (moving mean); dots: validation")
+    ax.set_title(f"tiny GPT on Shakespeare, seed {runs[0]['config']['seed']}")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    if two:  # the curves lie on top of each other: the gap to fp32, smoothed, is what can be read
+        gx = axes[1, 0]
+        ref = np.asarray(base["loss"], dtype=float)
+        for r in others:
+            loss = np.asarray(r["loss"], dtype=float)
+            n = min(len(loss), len(ref))
+            if n:
+                steps, gap = _smoothed(loss[:n] - ref[:n])
+                gx.plot(steps, gap, label=r["recipe"]["name"], lw=1.2, color=colors.get(id(r)))
+        gx.axhline(0.0, color="0.3", lw=0.8)
+        gx.set_ylabel("loss minus fp32's (moving mean)")
+        gx.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("step")
+    fig.tight_layout()
+    return fig
+
+
+def _smoothed(values: Any) -> tuple[Any, Any]:
+    """(steps, moving mean over up to 25 steps, a tenth of the run at most) of a per-step series; steps count from 1.
+
+    >>> [v.tolist() for v in _smoothed([1.0, 2.0, 3.0])]
+    [[1, 2, 3], [1.0, 2.0, 3.0]]
+    """
+    import numpy as np
+
+    v = np.asarray(values, dtype=float)
+    w = max(1, min(25, len(v) // 10))
+    return np.arange(w, len(v) + 1), np.convolve(v, np.ones(w) / w, mode="valid")
 
 
 def _num(x: float | None, spec: str, scale: float = 1.0) -> str:
@@ -195,10 +259,36 @@ def _summary(name: str, res: dict) -> str:
             f"overflowed blocks {sum(res['overflow'])}, wall {_num(res['wall_s'], '.1f')} s")
     if res.get("skipped_steps"):
         line += f", skipped {res['skipped_steps']}/{len(res['loss'])} steps"
+    note = _delayed_note(res)
+    if note:  # on the same line: one line per run
+        line += f" [{note}]"
     if res["diverged"]:
         at = res.get("diverged_at")
         line += " (DIVERGED: non-finite loss" + (f" at step {at})" if at is not None else ")")
     return line
+
+
+def _delayed_note(res: dict) -> str:
+    """Why delayed scaling overflows and flushes where current scaling does not, from the run's own counts ('' otherwise).
+
+    >>> note = _delayed_note({"states": {"l": {"input": {"steps": 3, "scale": 0.5}}}, "overflow": [0, 5, 2], "underflow": [0.4, 0.01, 0.0]})
+    >>> "40.0% underflow at step 1" in note, "7 overflowed blocks in all, 0 of them at step 1" in note
+    (True, True)
+    """
+    states = res.get("states") or {}
+    if not any(s is not None for roles in states.values() for s in roles.values()):
+        return ""
+    over, under = res.get("overflow") or [], res.get("underflow") or []
+    if not over:
+        return ""
+    first, total = int(over[0]), int(sum(over))
+    u0 = under[0] if under else 0.0
+    u_rest = sum(under[1:]) / (len(under) - 1) if len(under) > 1 else 0.0
+    return (f"delayed scaling: its first step casts at scale 1, before any amax is in its history (as Transformer "
+            f"Engine starts), so small gradients flush: {u0:.1%} underflow at step 1, {u_rest:.2%} on average after "
+            f"it. Afterwards each scale comes from the largest amax of the earlier steps, so a tensor whose amax "
+            f"grows past that maximum overflows (saturates) on that step: {total} overflowed blocks in all, "
+            f"{first} of them at step 1. Current scaling fits each tensor's own amax and does neither")
 
 
 def _write_json(path: Path, doc: Any) -> str:
@@ -274,8 +364,9 @@ def run(args: argparse.Namespace) -> int:
     if any(not n for n in names):
         raise ValueError(f"--compare takes recipe names separated by commas, got {args.compare!r}")
     recipes = [LinearRecipe.from_name(n) for n in names]  # unknown names fail here, before any training
+    warmup = warmup_steps(args.steps, args.warmup)
     cfg = TrainConfig(steps=args.steps, seed=args.seed, eval_interval=min(args.eval_interval, args.steps),
-                      eval_iters=args.eval_iters)
+                      eval_iters=args.eval_iters, warmup_steps=warmup)
     runs: list[dict] = []
     bar = None
     writing = False
