@@ -46,7 +46,8 @@ MAX_ANSWER_CHARS = 200_000
 
 
 def _meta(cell: Any) -> dict:
-    m = cell.get("metadata", {}).get("nbgrader", {})
+    meta = cell.get("metadata", {}) if isinstance(cell, dict) else {}
+    m = meta.get("nbgrader", {}) if isinstance(meta, dict) else {}
     return m if isinstance(m, dict) else {}
 
 
@@ -70,7 +71,9 @@ def cell_kind(cell: Any) -> str:
 
 def _source(cell: Any) -> str:
     s = cell.get("source", "")
-    return "".join(s) if isinstance(s, list) else str(s)
+    if isinstance(s, list):
+        return "".join(x for x in s if isinstance(x, str))
+    return s if isinstance(s, str) else ""
 
 
 def answer_names(source: str) -> list[str]:
@@ -93,7 +96,9 @@ def normalise(release: Any, submitted: Any) -> tuple[Any, list[str]]:
     """The release notebook with each answer cell's code taken from the student's cell of the same id.
 
     Everything else of the submission (metadata, invented cells, edited or deleted test cells,
-    outputs) is ignored. Returns (notebook, notes): a note for each answer cell the submission lacks.
+    outputs) is ignored. A notebook saved without cell ids (nbformat before 4.5) is matched by the
+    answer cells' grade ids instead: either way only the student's code reaches the student's own
+    answer cells. Returns (notebook, notes): a note for each answer cell the submission lacks.
 
     >>> import nbformat
     >>> rel = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("raise NotImplementedError()", id="a",
@@ -103,21 +108,30 @@ def normalise(release: Any, submitted: Any) -> tuple[Any, list[str]]:
     >>> nb, notes = normalise(rel, sub)
     >>> [c.source for c in nb.cells], notes
     (['def f(): return 1'], [])
+    >>> odd = {"cells": [{"cell_type": "code", "metadata": [], "source": {"x": 1}}, "junk", {"cell_type": "code",
+    ...        "source": ["def f():\\n", 7, "    return 2"], "metadata": {"nbgrader": {"grade_id": "f"}}}]}
+    >>> [c.source for c in normalise(rel, odd)[0].cells]  # no ids: matched by the answer's grade id
+    ['def f():\\n    return 2']
     """
     import copy
 
     nb = copy.deepcopy(release)
     theirs: dict[str, str] = {}
+    by_grade_id: dict[str, str] = {}  # notebooks saved without cell ids (nbformat < 4.5): the answer's grade id
     for c in submitted.get("cells", []) if isinstance(submitted, dict) else []:
-        if isinstance(c, dict) and c.get("cell_type") == "code" and isinstance(c.get("id"), str):
-            theirs.setdefault(c["id"], _source(c))
+        if isinstance(c, dict) and c.get("cell_type") == "code":
+            if isinstance(c.get("id"), str):
+                theirs.setdefault(c["id"], _source(c))
+            gid = _meta(c).get("grade_id")
+            if isinstance(gid, str):
+                by_grade_id.setdefault(gid, _source(c))
     notes = []
     for c in nb.cells:
         if cell_kind(c) != "answer":
             continue
         cid = c.get("id")
-        if cid in theirs:
-            text = theirs[cid]
+        text = theirs.get(cid) if cid in theirs else by_grade_id.get(_meta(c).get("grade_id"))
+        if text is not None:
             if len(text) > MAX_ANSWER_CHARS:
                 notes.append(f"answer cell {cid} was cut to {MAX_ANSWER_CHARS} characters")
                 text = text[:MAX_ANSWER_CHARS]
