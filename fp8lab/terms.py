@@ -33,6 +33,8 @@ _KEYS = {"en", "zh", "avoid", "meaning", "meaning_zh", "chapter", "only_where_en
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _PAREN = re.compile(r"（[^（）]*）|\([^()]*\)")
 _CODE = re.compile(r"(`+)(?:(?!\1).)+\1", re.S)
+# a run of four or more Latin words (a quoted English title or sentence): English inside it is not a rendering
+_ENGLISH_RUN = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-/]*(?:[ ,:()'\"]+[A-Za-z0-9][A-Za-z0-9.\-/]*){3,}")
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,8 @@ def check_zh(zh_text: str, en_text: str | None = None) -> list[str]:
     []
     >>> check_zh("调用 `tensor_core_平局()` 即可")  # code spans are not prose
     []
+    >>> check_zh("见 *NVIDIA H100 Tensor Core GPU Architecture* 白皮书"), check_zh("FP8 Tensor Core 的峰值")[0][:13]
+    ([], "'Tensor Core'")
     """
     if not isinstance(zh_text, str):
         raise TypeError(f"check_zh takes the Chinese text as a string, got {type(zh_text).__name__}")
@@ -177,6 +181,7 @@ def check_zh(zh_text: str, en_text: str | None = None) -> list[str]:
         raise TypeError(f"en_text must be a string or None, got {type(en_text).__name__}")
     entries = terms()
     zh_text = _CODE.sub(lambda m: " " * len(m.group(0)), zh_text)  # code spans are code, not prose
+    zh_text = _ENGLISH_RUN.sub(lambda m: " " * len(m.group(0)), zh_text)  # nor are English titles and quotations
     accepted = _accepted_spans(zh_text, entries)
     problems: list[str] = []
     taken: list[tuple[int, int]] = []

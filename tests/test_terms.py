@@ -154,3 +154,13 @@ def test_a_meaning_has_the_same_digits_in_both_languages(t):
 def test_the_two_glossary_cells_have_the_same_digits():
     num = re.compile(r"\d+(?:\.\d+)?")
     assert sorted(num.findall(tb.glossary_cell("en"))) == sorted(num.findall(tb.glossary_cell("zh")))
+
+
+@pytest.mark.parametrize("text, found", [
+    ("见 *NVIDIA H100 Tensor Core GPU Architecture* 白皮书（2022）", False),
+    ("“TF32 Tensor Core operations” 一节", False),
+    ("FP8 Tensor Core 的峰值", True), ("H100 的 Tensor Core 更快", True), ("在 CUDA core 上提升", True),
+    ("Tensor Core GPU 白皮书", True),  # three words: still Chinese prose with an English term in it
+])
+def test_english_titles_are_not_renderings(text, found):
+    assert bool(tb.check_zh(text)) is found, tb.check_zh(text)
