@@ -62,6 +62,11 @@ def test_the_wire_refuses_anything_else(text):
         decode(text)
 
 
+def test_a_deeply_nested_answer_is_refused_not_a_crash():
+    with pytest.raises(WireError):
+        decode("[" * 100_000 + "]" * 100_000)
+
+
 @pytest.mark.parametrize("value", [object(), np.array(["a"]), lambda: 1, {1: 2}, np.array([object()])])
 def test_the_wire_refuses_objects_on_the_way_out(value):
     with pytest.raises(WireError):
@@ -230,3 +235,20 @@ def test_the_memory_of_all_its_processes_together_is_capped_where_a_memory_cgrou
     assert r.ok, r.traceback
     statuses = eval(r.stdout)  # noqa: S307 - our own list of ints
     assert 0 in statuses and any(s != 0 for s in statuses)  # one at a time fits; three at once do not
+
+
+@NEEDS_BWRAP
+def test_a_forged_or_nested_protocol_line_kills_only_that_sandbox():
+    with Sandbox(["numpy"]) as box:
+        box.run("import os, sys\ndef f():\n    os.write(int(sys.argv[2]), b'[' * 200000 + b'\\n')\n    return 1",
+                "forge", timeout=30)  # the answer channel's descriptor is on the runner's command line
+        with pytest.raises(SandboxDied, match="not the grader's protocol"):
+            box.call("f", (), {}, timeout=10)
+
+
+def test_a_huge_submission_file_is_ungradeable(tmp_path):
+    big = tmp_path / "big.ipynb"
+    with open(big, "wb") as fh:
+        fh.truncate(grading.MAX_NOTEBOOK_BYTES + 1)
+    with pytest.raises(ValueError, match="MiB at most"):
+        grading.stage_submission(big, repo_root() / "exercises" / "01_decode_exmy" / "01_decode_exmy.ipynb", tmp_path / "out.ipynb")

@@ -48,6 +48,7 @@ __all__ = ["generate", "collect", "autograde", "feedback", "export", "task_score
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 
 STARTUP_ALLOWANCE = 120  # seconds per student beyond the cells' timeouts: nbgrader, kernel start, imports
+MAX_NOTEBOOK_BYTES = 64 * 2**20  # a bigger submission is ungradeable (its answers are never that big)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -212,6 +213,9 @@ def stage_submission(src: pathlib.Path, release: pathlib.Path, dest: pathlib.Pat
 
     from .harness import normalise
 
+    size = pathlib.Path(src).stat().st_size if pathlib.Path(src).is_file() else 0
+    if size > MAX_NOTEBOOK_BYTES:
+        raise ValueError(f"a {size // 2**20} MiB file: a submitted notebook may have {MAX_NOTEBOOK_BYTES // 2**20} MiB at most")
     try:
         raw = json.loads(pathlib.Path(src).read_bytes().decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:

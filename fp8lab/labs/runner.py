@@ -152,7 +152,7 @@ def decode(text: str | bytes) -> Any:
         return _untag(json.loads(text), 0)
     except WireError:
         raise
-    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as err:
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError) as err:
         raise WireError(f"not a value of the wire format ({type(err).__name__}: {err})") from None
 
 

@@ -402,7 +402,7 @@ class Sandbox:
             msg = json.loads(line)
             if not isinstance(msg, dict):
                 raise ValueError("not an object")
-        except ValueError:
+        except (ValueError, RecursionError):
             self.close()
             raise SandboxDied("the submission's process answered something that is not the grader's protocol") from None
         return msg
