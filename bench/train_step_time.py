@@ -5,9 +5,14 @@ suffer from the shared machine's changing load). One fp8lab.train.Run per recipe
 `fp8lab train`), one thread; each round runs one step of every recipe, in an order that rotates from round to
 round, and a recipe's time in that round is divided by fp32's. A load change slows all recipes of a round alike,
 so the median of the per-round ratios is steadier than a ratio of medians taken minutes apart. The first
---warmup rounds are dropped. Wall-clock and CPU time are both recorded; the ratios quoted are wall-clock.
+--warmup rounds are dropped. Wall-clock and CPU time (time.process_time: this process's CPU time, which other
+processes' load disturbs less) are both recorded and printed. Every Fp8Linear saves its input for backward in
+FP8 (``save_fp8=True``, the default), as the timed training does.
 
-    python bench/train_step_time.py [--rounds 24] [--warmup 3] [--repeats 3]
+    python bench/train_step_time.py [--rounds 24] [--warmup 3] [--repeats 3] [--recipes a,b,...] [--print-only]
+
+``--recipes`` times a subset (fp32 is always added: the ratios are to it); ``--print-only`` prints the ratios
+without touching the results file (the recorded table stays the one its runs measured).
 
 With --repeats R the whole measurement runs R times (fresh runs each time); the ratios recorded are the
 median over the repeats, and each repeat's own ratios are kept under "repeats".
@@ -41,10 +46,10 @@ def _commit() -> str:
         return "unknown"
 
 
-def measure(rounds: int, warmup: int) -> dict:
-    """Per-round wall and CPU step times of every recipe, and their ratios to fp32's in the same round."""
+def measure(rounds: int, warmup: int, names: list[str] | None = None) -> dict:
+    """Per-round wall and CPU step times of every recipe (or of ``names`` and fp32), and their ratios to fp32's in the same round."""
     torch.set_num_threads(1)
-    names = list(LinearRecipe.names())
+    names = list(LinearRecipe.names()) if names is None else ["fp32", *[n for n in names if n != "fp32"]]
     cfg = TrainConfig(steps=rounds)
     runs = {n: Run(LinearRecipe.from_name(n), cfg) for n in names}
     wall = {n: [] for n in names}
@@ -72,20 +77,35 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=24)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--recipes", default=None, help="comma-separated recipe names (default: every preset)")
+    ap.add_argument("--print-only", action="store_true", help="print the ratios; do not write bench/results/train.json")
     args = ap.parse_args()
+    names = None
+    if args.recipes is not None:
+        names = [n.strip() for n in args.recipes.split(",") if n.strip()]
+        for n in names:
+            LinearRecipe.from_name(n)  # an unknown name fails here, before any timing
+    if names is not None and not args.print_only:
+        ap.error("--recipes times a subset, which the results file does not record: add --print-only")
     if not 0 <= args.warmup < args.rounds or args.repeats < 1:
         ap.error("need 0 <= --warmup < --rounds and --repeats >= 1")
     load_before = os.getloadavg()
     reps = []
     for r in range(args.repeats):
-        reps.append(measure(args.rounds, args.warmup))
-        print(f"repeat {r + 1}/{args.repeats}:", json.dumps({n: round(v, 2) for n, v in reps[-1]["vs_fp32"].items()}), flush=True)
+        reps.append(measure(args.rounds, args.warmup, names))
+        print(f"repeat {r + 1}/{args.repeats}: wall", json.dumps({n: round(v, 2) for n, v in reps[-1]["vs_fp32"].items()}),
+              "cpu", json.dumps({n: round(v, 2) for n, v in reps[-1]["cpu_vs_fp32"].items()}), flush=True)
     load_after = os.getloadavg()
     m = {key: {n: float(np.median([rep[key][n] for rep in reps])) for n in reps[0][key]}
          for key in ("vs_fp32", "cpu_vs_fp32", "median_step_s", "median_cpu_step_s")}
     m["rounds_timed"] = reps[0]["rounds_timed"]
     m["repeats"] = [rep["vs_fp32"] for rep in reps]
-    print("median over repeats:", json.dumps({n: round(v, 2) for n, v in m["vs_fp32"].items()}))
+    print("median over repeats: wall", json.dumps({n: round(v, 2) for n, v in m["vs_fp32"].items()}))
+    print("median over repeats: cpu ", json.dumps({n: round(v, 2) for n, v in m["cpu_vs_fp32"].items()}))
+    print(f"fp32 step: {m['median_step_s']['fp32'] * 1e3:.1f} ms wall, {m['median_cpu_step_s']['fp32'] * 1e3:.1f} ms CPU; "
+          f"load average before/after {load_before[0]:.2f}/{load_after[0]:.2f}")
+    if args.print_only:
+        return
     rec = json.loads(RESULTS.read_text())
     rec["step_time_check"] = {"command": f"python bench/train_step_time.py --rounds {args.rounds} --warmup {args.warmup} "
                                          f"--repeats {args.repeats}",
