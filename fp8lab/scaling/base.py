@@ -120,8 +120,11 @@ def block_stats(x: Any, block: tuple[int, ...]) -> BlockStats:
     return BlockStats(amax, bad, has_nan)
 
 
-def saturating_blocks(amax: np.ndarray, scales: np.ndarray, fmt_max: float) -> np.ndarray:
+def saturating_blocks(amax: np.ndarray, scales: np.ndarray, fmt_max: float, *, checked: bool = False) -> np.ndarray:
     """Which blocks saturate: ``amax / scale > max`` in float64 (a non-finite or non-positive scale saturates none).
+
+    ``checked=True`` says the caller has checked every scale finite and positive (the fast paths
+    do): then the ratio is taken directly.
 
     The one statement of the rule in Python, for the general and the fast paths (TWIN RULE: the fused C
     cast, ``fp8lab_band_encode`` in ``codec/_kernels.c``, states it again; tests/test_scaling_fast.py pins
@@ -130,6 +133,8 @@ def saturating_blocks(amax: np.ndarray, scales: np.ndarray, fmt_max: float) -> n
     >>> saturating_blocks(np.array([448.0, 449.0, 5.0]), np.array([1.0, 1.0, np.nan], np.float32), 448.0).tolist()
     [False, True, False]
     """
+    if checked:
+        return (amax / scales) > fmt_max
     finite = np.isfinite(scales) & (scales > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(finite, amax / np.where(finite, scales, 1.0), 0.0)

@@ -147,7 +147,7 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
     scales = np.array(ss.scales, dtype=np.float32).reshape(nb)
     if not (np.isfinite(scales).all() and (scales > 0).all()):
         return None
-    saturated = saturating_blocks(amax, scales, fmt.max)
+    saturated = saturating_blocks(amax, scales, fmt.max, checked=True)  # scales checked finite and positive above
     s_x = torch.from_numpy(scales)
     if not on_cpu:
         s_x = s_x.to(x.device)
