@@ -64,7 +64,8 @@ EXPECTED_SECONDS = {
                      "test_every_chapter_page_carries_its_figures_inline",
                      "test_links_between_chapters_resolve_inside_the_book",
                      "test_pages_show_no_widget_reprs_and_load_nothing_from_a_cdn",
-                     "test_the_glossary_from_the_welcome_chapter_is_in_the_book"], 5),
+                     "test_the_glossary_from_the_welcome_chapter_is_in_the_book",
+                     "test_the_chinese_book_has_every_chapter_its_figures_and_its_links_from_the_same_executions"], 5),
 }
 MARKER_SECONDS = {"browser": 60, "exhaustive": 60, "slow": 30, "kernel": 10}
 
@@ -75,8 +76,10 @@ SHARED_FIXTURE_UNITS = {
     **dict.fromkeys([f"tests/test_book.py::{name}" for name in (  # the `built` book
         "test_the_contents_page_lists_every_chapter_in_order", "test_every_chapter_page_carries_its_figures_inline",
         "test_links_between_chapters_resolve_inside_the_book", "test_pages_show_no_widget_reprs_and_load_nothing_from_a_cdn",
-        "test_the_glossary_from_the_welcome_chapter_is_in_the_book")], "book"),
+        "test_the_glossary_from_the_welcome_chapter_is_in_the_book",
+        "test_the_chinese_book_has_every_chapter_its_figures_and_its_links_from_the_same_executions")], "book"),
     "tests/test_browser.py::": "browser",            # one JupyterLab and one Chromium
+    "tests/test_browser_zh.py::": "browser-zh",      # one JupyterLab (the Chinese copy) and one Chromium
     "tests/test_labs_jupyter.py::": "labs-jupyter",  # one JupyterLab server
     **dict.fromkeys(["tests/test_train.py::test_every_recipe_lowers_the_loss_in_30_steps",  # `short_runs`
                      "tests/test_train.py::test_controls_show_their_failure_mode"], "train-short-runs"),
