@@ -410,6 +410,8 @@ def _bool_calls():
         ("LossScaler.update", "found_inf"): lambda b: S.LossScaler().update(b),
         ("quantize_fast_values", "dequantize"): lambda b: str(fast.quantize_fast_values(m, e4m3, S.TensorScaling(), dequantize=b)),
         ("quantize_fast_values", "contiguous"): lambda b: str(fast.quantize_fast_values(m, e4m3, S.TensorScaling(), contiguous=b)),
+        ("saturating_blocks", "checked"): lambda b: fl.scaling.base.saturating_blocks(np.array([449.0, 1.0]),
+                                                                                      np.array([1.0, 1.0], np.float32), 448.0, checked=b).tolist(),
         ("ScalingRequest", "transposed"): lambda b: fl.scaling.paths.select(fl.scaling.paths.ScalingRequest(
             S.AxisScaling(pow2=True), e4m3, "torch", "cpu", "float32", (4, 64), transposed=b)).name,
         ("QTensor.hold_values", "dequantized"): lambda b: str(fl.QTensor(torch.zeros(1, 2, dtype=torch.uint8), torch.ones(1, 1),
