@@ -226,10 +226,13 @@ def graded(tmp_path_factory):
     folder.mkdir()
     for name, nb, _ in subs:
         nbformat.write(nb, str(folder / f"{name}.ipynb"))
+        (folder / f"{name}.timestamp.txt").write_text("2029-12-31 12:00:00 UTC")  # in time, as the exchange records it
     nbformat.write(build(lab, {t.id: SOLVED for t in lab.tasks}), str(folder / "late.ipynb"))
     (folder / "late.timestamp.txt").write_text("2030-01-02 03:04:05 UTC")
     (folder / "broken.ipynb").write_text('{"cells": [')
     collect(lab.name, folder, course=course)
+    for name in [n for n, _, _ in subs] + ["late"]:  # what `nbgrader collect` from the exchange records beside each
+        (course.submitted(name, lab.name).parent / "submission_secret.txt").write_text(secrets.token_hex(16))
     set_due_date(lab.name, "2030-01-01T00:00", course=course)
     from nbgrader.api import Gradebook
 
@@ -328,3 +331,14 @@ def test_the_export_gives_every_status_with_a_reason(graded):
     assert rows["late"]["status"] == "late" and "after the due date" in rows["late"]["reason"]
     assert rows["cast_at_runtime"]["status"] == "flagged" and "scan:" in rows["cast_at_runtime"]["reason"]
     assert rows["blank"]["status"] == "graded"
+
+
+def test_feedback_is_released_through_nbgraders_exchange(graded):
+    from fp8lab.labs.course import run_nbgrader
+
+    lab, course = graded["lab"], graded["course"]
+    (course.grading / "exchange").mkdir(mode=0o777, exist_ok=True)  # the exchange root, as an instructor makes it
+    run_nbgrader(course, ["release_feedback", lab.name])
+    released = list((course.grading / "exchange" / "fp8lab" / "feedback").glob("*.html"))
+    # one page per graded student with a submission time (as the exchange's collect records it)
+    assert len(released) == len(graded["pages"]) > 0

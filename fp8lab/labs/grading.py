@@ -207,7 +207,8 @@ def stage_submission(src: pathlib.Path, release: pathlib.Path, dest: pathlib.Pat
     with the code of ``src``'s answer cells (matched by cell id, :func:`fp8lab.labs.harness.normalise`).
 
     Returns notes on what was left out; ValueError (one line) when ``src`` is not a readable notebook.
-    A ``timestamp.txt`` beside ``src`` (nbgrader's submission time) is copied along.
+    A ``timestamp.txt`` and a ``submission_secret.txt`` beside ``src`` (what ``nbgrader collect`` records;
+    ``release_feedback`` needs both) are copied along.
     """
     import nbformat
 
@@ -225,9 +226,10 @@ def stage_submission(src: pathlib.Path, release: pathlib.Path, dest: pathlib.Pat
     nb, notes = normalise(nbformat.read(str(release), as_version=4), raw)
     dest.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(dest))
-    stamp = pathlib.Path(src).with_name("timestamp.txt")
-    if stamp.is_file():
-        shutil.copyfile(stamp, dest.with_name("timestamp.txt"))
+    for extra in ("timestamp.txt", "submission_secret.txt"):  # what nbgrader's exchange collect records beside it
+        found = pathlib.Path(src).with_name(extra)
+        if found.is_file():
+            shutil.copyfile(found, dest.with_name(extra))
     return notes
 
 
