@@ -212,7 +212,7 @@ def glossary_markdown(lang: str = "en") -> str:
     ``"en"``: English, 中文, meaning, chapter (chapter 00's cell); ``"zh"``: 术语, English, 含义, 章节.
 
     >>> print(glossary_markdown("zh").splitlines()[2])
-    | 符号位 | sign bit | 决定数值正负的那一位 | 01 |
+    | 符号位 | *sign bit* | 决定数值正负的那一位 | 01 |
     """
     if lang not in ("en", "zh"):
         raise ValueError(f"lang must be 'en' or 'zh', got {lang!r}")
@@ -222,7 +222,9 @@ def glossary_markdown(lang: str = "en") -> str:
         rows = [f"| {_cell(t.en)} | {_cell(t.zh)} | {_cell(t.meaning)} | {t.chapter} |" for t in ordered]
     else:
         head = ["| 术语 | English | 含义 | 章节 |", "| --- | --- | --- | --- |"]
-        rows = [f"| {_cell(t.zh)} | {_cell(t.en)} | {_cell(t.meaning_zh)} | {t.chapter} |" for t in ordered]
+        # the English column in italics: by the Chinese edition's rules an emphasised English span is a name kept
+        # as written, not an untranslated sentence or a term the Chinese text should have rendered
+        rows = [f"| {_cell(t.zh)} | *{_cell(t.en)}* | {_cell(t.meaning_zh)} | {t.chapter} |" for t in ordered]
     return "\n".join([*head, *rows])
 
 

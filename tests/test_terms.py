@@ -110,7 +110,7 @@ def test_glossary_has_one_row_per_term_with_the_required_terms(lang):
     cells = [[c.strip() for c in r.strip("|").split(" | ")] for r in rows]
     assert all(len(c) == 4 for c in cells)
     en_col = 0 if lang == "en" else 1
-    have = {c[en_col] for c in cells}
+    have = {c[en_col].strip("*") for c in cells}  # the Chinese glossary sets its English column in italics
     assert set(REQUIRED_IN_GLOSSARY) <= have
     assert [c[3] for c in cells] == sorted(c[3] for c in cells)
     with pytest.raises(ValueError):

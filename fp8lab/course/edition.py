@@ -336,6 +336,23 @@ def _avoid_list() -> list[tuple[str, str]]:
     return [(bad, t["zh"]) for t in data.get("term", []) for bad in t.get("avoid", [])]
 
 
+#: what stays English in a Chinese cell by the catalogue's rules: code, maths, HTML, link targets, URLs, and titles
+#: or quotations of English documents (an emphasised or quoted span without a Chinese character)
+_ENGLISH_BY_RULE = [*_SKIP[:-1], re.compile(r"\*[^*\n]+\*|_[^_\n]+_|\"[^\"\n]+\"|“[^”]{1,400}”|「[^」]{1,400}」")]
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def _without_english_titles(zh: str) -> str:
+    """``zh`` with what stays English by rule blanked out, so that the term check reads only the Chinese prose.
+
+    >>> _without_english_titles("见 *H100 Tensor Core GPU Architecture* 白皮书；*主权重* 保留").split()
+    ['见', '白皮书；*主权重*', '保留']
+    """
+    for pattern in _ENGLISH_BY_RULE:
+        zh = pattern.sub(lambda m: m.group(0) if _CJK.search(m.group(0)) else " " * len(m.group(0)), zh)
+    return zh
+
+
 def term_findings(zh: str, en: str | None = None) -> list[str]:
     """What the term base refuses in a Chinese text: :func:`fp8lab.terms.check_zh` when that module exists,
     else every ``avoid`` rendering of ``fp8lab/data/termbase.toml`` found in it.
@@ -348,7 +365,7 @@ def term_findings(zh: str, en: str | None = None) -> list[str]:
     except ImportError:
         terms = None
     if terms is not None and hasattr(terms, "check_zh"):
-        return [str(f) for f in terms.check_zh(zh, en)]
+        return [str(f) for f in terms.check_zh(_without_english_titles(zh), en)]
     plain = re.sub(r"(`+)(.+?)\1", " ", zh)
     return [f"{bad!r}: the term base says {good!r}" for bad, good in _avoid_list() if bad in plain]
 
