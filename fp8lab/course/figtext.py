@@ -15,9 +15,9 @@ The Chinese glyphs come from Noto Sans SC (SIL Open Font License 1.1) in the pin
 ``justmytype-intl-cjk``, never from system fonts: :func:`cjk_font` cuts it down to the characters of
 the catalogue at weight 400 (a variable font whose default instance is Thin) and caches the result.
 
->>> cat = FigureCatalogue.from_entries([("{n} values per binade", "每个二进制数量级 {n} 个值")])
+>>> cat = FigureCatalogue.from_entries([("{n} values per binade", "每个二进制区间 {n} 个值")])
 >>> cat.translate("8 values per binade")
-'每个二进制数量级 8 个值'
+'每个二进制区间 8 个值'
 >>> cat.translate("float8_e4m3fn"), cat.untranslated("float8_e4m3fn\\nnormal values")
 ('float8_e4m3fn', ['normal values'])
 """
