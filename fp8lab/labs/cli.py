@@ -12,6 +12,7 @@ Learner and author::
 
     fp8lab labs list                               # labs, tasks, points, the chapters they follow
     fp8lab labs grade my_labs/01_decode_exmy/01_decode_exmy.ipynb   # hidden tests, points per task
+    fp8lab labs grade ... --random-cases           # without solutions/ (the default there): visible tests, random cases
     fp8lab labs check                              # a lab follows the conventions of solutions/AUTHORING.md
     fp8lab labs release                            # labs into the local exchange (JupyterLab's panels)
 
@@ -38,7 +39,7 @@ from ..cli_types import DEBUG_ENV, CliParser, nonnegative_int, output_path, posi
 from ..tables import format_table
 from .catalog import get_lab, list_labs
 
-__all__ = ["register", "main", "labs_table", "lab_name"]
+__all__ = ["register", "main", "labs_table", "lab_name", "shipped_lab_name"]
 
 
 def lab_name(text: str) -> str:
@@ -150,11 +151,33 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_grade(args: argparse.Namespace) -> int:
-    from .selfgrade import grade_attempt
+    import shutil
 
+    from .selfgrade import grade_attempt, grade_random, has_solutions
+
+    width = max(60, shutil.get_terminal_size((100, 24)).columns)
+    if args.random_cases or not has_solutions():  # a learner's install: visible tests and fp8lab's random cases
+        result = grade_random(args.notebook, lab=args.lab, seed=args.seed, timeout=args.timeout)
+        print(result.text(width=width))
+        return 0
     result = grade_attempt(args.notebook, lab=args.lab, seed=args.seed, timeout=args.timeout)
-    print(result.text())
+    print(result.text(width=width))
     return 0
+
+
+def shipped_lab_name(text: str) -> str:
+    """An argparse type: the name of a lab shipped with fp8lab (``solutions/`` not needed).
+
+    >>> shipped_lab_name("09_int8_asymmetric")
+    '09_int8_asymmetric'
+    """
+    from .cases import lab_table
+
+    try:
+        lab_table(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -211,9 +234,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--tasks", action="store_true", help="also list each lab's tasks and their points")
     p.set_defaults(func=_safe(_cmd_list))
 
-    p = sub.add_parser("grade", help="grade your attempt with the hidden tests (in a scratch course)")
+    p = sub.add_parser("grade", help="grade your attempt: hidden tests in a scratch course, or without solutions/ "
+                                     "the visible tests and fp8lab's random cases")
     p.add_argument("notebook", help="your notebook, e.g. my_labs/01_decode_exmy/01_decode_exmy.ipynb")
-    p.add_argument("--lab", type=lab_name, help="the lab, when the file name does not say")
+    p.add_argument("--lab", type=shipped_lab_name, help="the lab, when the file name does not say")
+    p.add_argument("--random-cases", action="store_true",
+                   help="grade with the visible tests and fp8lab's random cases even where solutions/ is present "
+                        "(the default without it)")
     p.add_argument("--seed", type=nonnegative_int, help="seed of the hidden random cases (default: a fresh one)")
     p.add_argument("--timeout", type=positive_int, help="seconds per cell (default: nbgrader_config.py's)")
     p.set_defaults(func=_safe(_cmd_grade))

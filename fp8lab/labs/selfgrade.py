@@ -17,13 +17,15 @@ import secrets
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 from .catalog import Lab, get_lab, list_labs
 from .course import NbgraderError
 from .grading import _per_student_limit, cell_messages, grade_in_scratch, prepare_scratch, stage_submission, task_scores
 from .sandbox import sandbox_problem
 
-__all__ = ["TaskResult", "SelfGrade", "grade_attempt", "lab_of", "check_attempt"]
+__all__ = ["TaskResult", "SelfGrade", "grade_attempt", "lab_of", "check_attempt", "read_attempt", "grade_random",
+           "has_solutions", "random_lab_of", "answer_problems"]
 
 LEARNER = "learner"
 
@@ -47,6 +49,7 @@ class SelfGrade:
     seed: int
     tasks: tuple[TaskResult, ...]
     seconds: float
+    source: str = "hidden tests"
 
     @property
     def points(self) -> float:
@@ -73,7 +76,7 @@ class SelfGrade:
                xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
                xxxxxxxxxxxxxxxxx
     """
-        lines = [f"{self.lab}: {_n(self.points)} / {_n(self.max_points)} points (hidden tests, seed {self.seed})", ""]
+        lines = [f"{self.lab}: {_n(self.points)} / {_n(self.max_points)} points ({self.source}, seed {self.seed})", ""]
         for t in self.tasks:
             mark = "ok  " if t.points == t.max_points else "FAIL"
             lines.append(f"  {mark} {t.id:<24} {_n(t.points):>4} / {_n(t.max_points):<4} {t.title}")
@@ -118,6 +121,17 @@ def check_attempt(path: str | pathlib.Path, lab: Lab) -> None:
     ...
     ValueError: ... is not a Jupyter notebook: its JSON ends early at line 1 column 12
     """
+    read_attempt(path, lab.name, [t.id for t in lab.tasks])
+
+
+def read_attempt(path: str | pathlib.Path, lab: str, task_ids: Sequence[str]) -> Any:
+    """The notebook at ``path`` (nbformat 4), or ValueError in one line when it is not one with some of the answer cells.
+
+    >>> read_attempt("no_such_file.ipynb", "01_decode_exmy", ["split_fields"])
+    Traceback (most recent call last):
+    ...
+    ValueError: no_such_file.ipynb is not a notebook file
+    """
     path = pathlib.Path(path)
     if path.is_dir():
         raise ValueError(f"{path} is a folder, not a notebook file")
@@ -154,11 +168,12 @@ def check_attempt(path: str | pathlib.Path, lab: Lab) -> None:
     except Exception as err:  # noqa: BLE001 - nbformat raises several kinds; each means the same here
         first = str(getattr(err, "message", "") or err).strip().splitlines()
         raise ValueError(f"{path} is not a valid Jupyter notebook: {first[0][:200] if first else type(err).__name__}") from None
-    ids = {t.id for t in lab.tasks}
+    ids = set(task_ids)
     found = {(c.get("metadata", {}).get("nbgrader") or {}).get("grade_id") for c in nb.cells}
     if not ids & found:
-        raise ValueError(f"{path} has none of the answer cells of {lab.name} (cells with grade_id "
-                         f"{', '.join(sorted(ids))}): start from exercises/{lab.name}/{lab.name}.ipynb")
+        raise ValueError(f"{path} has none of the answer cells of {lab} (cells with grade_id "
+                         f"{', '.join(sorted(ids))}): start from exercises/{lab}/{lab}.ipynb")
+    return nb
 
 
 def grade_attempt(notebook: str | pathlib.Path, *, lab: str | None = None, seed: int | None = None,
@@ -200,3 +215,173 @@ def grade_attempt(notebook: str | pathlib.Path, *, lab: str | None = None, seed:
                      for m in messages.get(gid, []))
         results.append(TaskResult(t.id, t.title, scores[t.id], t.points, msgs))
     return SelfGrade(the_lab.name, seed, tuple(results), time.monotonic() - start)
+
+
+# ------------------------------------------------------------------------------------------------
+# Without solutions/: the notebook's visible tests and the package's random cases (fp8lab.labs.cases)
+# ------------------------------------------------------------------------------------------------
+
+def has_solutions() -> bool:
+    """Whether ``solutions/`` (the hidden tests and ``lab.toml``) is there: a checkout of the repository.
+
+    >>> isinstance(has_solutions(), bool)
+    True
+    """
+    from .catalog import repo_root
+
+    try:
+        repo_root()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def random_lab_of(path: pathlib.Path) -> str:
+    """The lab a notebook belongs to, from the labs shipped with fp8lab: its file or folder name.
+
+    >>> random_lab_of(pathlib.Path("my_labs/07_loss_scaler/attempt.ipynb"))
+    '07_loss_scaler'
+    """
+    from .cases import LABS
+
+    for candidate in (path.stem, path.parent.name):
+        if candidate in LABS:
+            return candidate
+    raise ValueError(f"cannot tell which lab {path} is: name it <lab>.ipynb or pass --lab; the labs are {sorted(LABS)}")
+
+
+def _nbg(cell: Any) -> dict:
+    m = cell.get("metadata", {}).get("nbgrader") if isinstance(cell.get("metadata"), dict) else None
+    return m if isinstance(m, dict) else {}
+
+
+def _edited(cell: Any) -> bool:
+    """A locked cell whose source differs from the checksum nbgrader recorded when it released the lab."""
+    want = _nbg(cell).get("checksum")
+    if not want:
+        return False
+    try:
+        from nbgrader.utils import compute_checksum
+    except ImportError:  # nbgrader is not installed: the cells are taken as they are
+        return False
+    return compute_checksum(cell) != want
+
+
+def answer_problems(nb: Any, lab: str) -> list[str]:
+    """Why the notebook cannot be graded: an answer cell missing, with a syntax error, or not defining its function.
+
+    >>> import nbformat
+    >>> cell = nbformat.v4.new_code_cell("def split_fields(c, e, m):\\n    return (0, 0", metadata={"nbgrader":
+    ...     {"solution": True, "grade": False, "grade_id": "split_fields"}})
+    >>> answer_problems(nbformat.v4.new_notebook(cells=[cell]), "01_decode_exmy")[:2]
+    ["the answer cell of split_fields has a syntax error at line 2: '(' was never closed", 'no answer cell for decode_finite']
+    """
+    import ast
+
+    from .cases import lab_table
+    from .harness import answer_names, cell_kind
+    from .runner import strip_magics
+
+    cells = {}
+    for c in nb.cells:
+        if cell_kind(c) == "answer":
+            cells.setdefault(str(_nbg(c).get("grade_id")), c.source)
+    defined: set[str] = set()
+    problems = []
+    for t in lab_table(lab)["tasks"]:
+        if t["id"] not in cells:
+            problems.append(f"no answer cell for {t['id']}")
+            continue
+        try:
+            ast.parse(strip_magics(cells[t["id"]]))
+        except SyntaxError as err:
+            problems.append(f"the answer cell of {t['id']} has a syntax error at line {err.lineno}: {err.msg}")
+            continue
+        defined.update(answer_names(cells[t["id"]]))
+    for t in lab_table(lab)["tasks"]:
+        if t["id"] in cells and not any(t["id"] in p for p in problems) and t["id"] not in defined:
+            problems.append(f"no answer cell defines the function {t['id']}")
+    return problems
+
+
+def _random_cell(lab: str, task: str, seed: int) -> Any:
+    import nbformat
+
+    code = (f"from fp8lab.labs.cases import run_check as __run_check\n"
+            f"__run_check({lab!r}, {task!r}, globals(), seed={seed})\n")
+    return nbformat.v4.new_code_cell(code, metadata={"nbgrader": {"grade": True, "solution": False, "locked": True,
+                                                                  "grade_id": f"random_{task}"}})
+
+
+def grade_random(notebook: str | pathlib.Path, *, lab: str | None = None, seed: int | None = None,
+                 timeout: int | None = None) -> SelfGrade:
+    """Grade an attempt without ``solutions/``: its own visible tests and fp8lab's random cases per task.
+
+    The answer cells run in the sandbox where one can start (not required: your own code on your own
+    machine); the visible test cells (as released: an edited one fails) and the random cases
+    (:mod:`fp8lab.labs.cases`, drawn from ``seed``) run in this process against the values the
+    answers send back. Points are the lab's, as shipped in :mod:`fp8lab.labs.cases.table`.
+
+    >>> grade_random("no_such_file.ipynb")
+    Traceback (most recent call last):
+    ...
+    ValueError: no_such_file.ipynb is not a notebook file
+    """
+    from .cases import lab_table
+    from .harness import answer_names, cell_kind, grade_notebook
+
+    path = pathlib.Path(notebook)
+    if not path.is_file():
+        raise ValueError(f"{path} is {'a folder, ' if path.is_dir() else ''}not a notebook file")
+    name = lab or random_lab_of(path)
+    table = lab_table(name)
+    nb = read_attempt(path, name, [t["id"] for t in table["tasks"]])
+    problems = answer_problems(nb, name)
+    if problems:
+        raise ValueError(f"{path} cannot be graded: {'; '.join(problems)}")
+    for c in nb.cells:
+        if cell_kind(c) == "setup" and _edited(c):
+            raise ValueError(f"{path} cannot be graded: its locked cell {_nbg(c).get('grade_id')!r} was edited; "
+                             f"copy it back from exercises/{name}/{name}.ipynb")
+    seed = secrets.randbits(63) if seed is None else int(seed)
+    start = time.monotonic()
+    ids = [t["id"] for t in table["tasks"]]
+    graded = nb.copy()
+    graded.cells = []
+    edited: set[str] = set()
+    for c in nb.cells:
+        kind, gid = cell_kind(c), str(_nbg(c).get("grade_id", ""))
+        if kind == "test":
+            if not gid.startswith("test_") or gid[5:] not in ids:
+                continue  # hidden test cells (empty in an exercise) and anything else graded: replaced below
+            if _edited(c):
+                edited.add(gid[5:])
+                continue
+        if kind != "text":
+            graded.cells.append(c)
+    for t in ids:
+        graded.cells.append(_random_cell(name, t, seed))
+    names: dict[str, str] = {t: t for t in ids}
+    for c in nb.cells:
+        if cell_kind(c) == "answer":
+            for n in answer_names(c.source):
+                names.setdefault(n, str(_nbg(c).get("grade_id", "")))
+    graded, _findings = grade_notebook(graded, names, packages=tuple(table["packages"]), timeout=timeout or 60,
+                                       unsafe=sandbox_problem() is not None)
+    outcome: dict[str, list[str]] = {}
+    for c in graded.cells:
+        if cell_kind(c) == "test":
+            outcome[str(_nbg(c).get("grade_id"))] = [f"{o.get('ename')}: {o.get('evalue')}".rstrip(": ")
+                                                     for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    results = []
+    for t in table["tasks"]:
+        visible = outcome.get(f"test_{t['id']}")
+        if t["id"] in edited:
+            visible = [f"the test cell test_{t['id']} was edited; copy it back from exercises/{name}/{name}.ipynb"]
+        elif visible is None:
+            visible = [f"the notebook has no test cell test_{t['id']}; copy it back from exercises/{name}/{name}.ipynb"]
+        random = outcome.get(f"random_{t['id']}", ["the random cases did not run"])
+        msgs = tuple([f"visible test: {m}" for m in visible] + [f"random case (seed {seed}): {m}" for m in random])
+        points = (0.0 if visible else t["visible"]) + (0.0 if random else t["random"])
+        results.append(TaskResult(t["id"], t["title"], points, t["visible"] + t["random"], msgs))
+    return SelfGrade(name, seed, tuple(results), time.monotonic() - start, source="visible tests and random cases")
