@@ -251,3 +251,49 @@ def test_an_edited_visible_test_fails_that_test_only(tmp_path):
     task = next(t for t in result.tasks if t.id == "format_range")
     assert task.messages[0].startswith("visible test: the test cell test_format_range was edited")
     assert np.isclose(result.points, 0.0)
+
+
+def test_an_added_locked_cell_is_refused_not_run_in_the_grader(tmp_path, capsys):
+    """A cell marked locked setup without the released checksum would run in the grader: refused."""
+    lab = "01_decode_exmy"
+
+    def edit(nb):
+        cell = nbformat.v4.new_code_cell("import fp8lab.labs.feedback as f\nf.expect_equal = lambda *a, **k: None",
+                                         metadata={"nbgrader": {"locked": True, "grade": False, "solution": False,
+                                                                "grade_id": "mine"}})
+        nb.cells.insert(1, cell)
+
+    path = _attempt(tmp_path, lab, {}, edit=edit)
+    assert main(["grade", str(path), "--random-cases"]) == 2
+    assert "its locked cell 'mine' was edited" in capsys.readouterr().err
+
+
+def _body(fn_source: str) -> list[str]:
+    import ast
+    import textwrap
+
+    node = ast.parse(textwrap.dedent(fn_source)).body[0]
+    lines = textwrap.dedent(fn_source).splitlines()[node.body[1].lineno - 1:]  # after the docstring
+    return [ln[4:] if ln.startswith("    ") else ln for ln in lines]
+
+
+@pytest.mark.parametrize("lab", sorted(LABS))
+def test_the_random_cases_draw_what_the_hidden_tests_draw(lab):
+    """Each task's random cases are its hidden test cell's code (imports and ``grading_rng`` aside): a hidden
+    test changed in solutions/ must be changed in fp8lab/labs/cases too."""
+    import ast
+    import re
+
+    nb = nbformat.read(str(ROOT / "solutions" / lab / f"{lab}.ipynb"), as_version=4)
+    module = (CASES_DIR / f"lab{lab[:2]}.py").read_text(encoding="utf-8")
+    functions = {n.name: ast.get_source_segment(module, n) for n in ast.parse(module).body
+                 if isinstance(n, ast.FunctionDef)}
+    for t in LABS[lab]["tasks"]:
+        code = _cell(nb, f"hidden_{t['id']}").source
+        code = code[code.index("### BEGIN HIDDEN TESTS") + 23:code.index("### END HIDDEN TESTS")]
+        want = [ln for ln in code.splitlines() if not re.match(r"(import |from |rng = grading_rng\()", ln)]
+        while want and not want[0].strip():
+            want.pop(0)
+        got = _body(functions[t["id"]])
+        assert [ln.rstrip() for ln in got if ln.strip()] == [ln.rstrip() for ln in want if ln.strip()], \
+            f"{lab} {t['id']}: fp8lab/labs/cases/lab{lab[:2]}.py differs from the hidden test cell"

@@ -6,6 +6,12 @@ in the sandbox where one can start (your own code on your own machine: it is not
 the tests run in the grader, and the hidden random cases use a fresh seed unless
 ``--seed`` is given. The result lists the points per task and, for each failing test cell, the
 message that says what was expected and what came back.
+
+Without ``solutions/`` (a learner's install) or with ``--random-cases``, :func:`grade_random` grades
+instead with the notebook's own visible test cells (as released: nbgrader's checksums tell an edited
+one) and the random cases shipped in :mod:`fp8lab.labs.cases`, through the same sandbox and wire
+(:func:`fp8lab.labs.harness.grade_notebook`); each failure is labelled ``visible test`` or
+``random case (seed S)``.
 """
 
 from __future__ import annotations
@@ -256,15 +262,13 @@ def _nbg(cell: Any) -> dict:
 
 
 def _edited(cell: Any) -> bool:
-    """A locked cell whose source differs from the checksum nbgrader recorded when it released the lab."""
-    want = _nbg(cell).get("checksum")
-    if not want:
-        return False
+    """A locked cell whose source differs from the checksum nbgrader recorded when it released the lab (or that has none)."""
     try:
         from nbgrader.utils import compute_checksum
     except ImportError:  # nbgrader is not installed: the cells are taken as they are
         return False
-    return compute_checksum(cell) != want
+    want = _nbg(cell).get("checksum")
+    return not want or compute_checksum(cell) != want  # a locked cell without a checksum was not released
 
 
 def answer_problems(nb: Any, lab: str) -> list[str]:
