@@ -1,13 +1,22 @@
 """Random cases of lab 01_decode_exmy: fresh inputs from a seed, fp8lab's answer, the comparison.
 
-One function per task, ``check(fn, rng)``: it draws the cases from ``rng``, computes what
-fp8lab says, calls ``fn`` (the submission's function) and raises AssertionError with the input,
-the expected value and what came back at the first difference.
+One function per task, named by its id and called as ``task(fn, rng)``: it draws the cases from
+``rng``, computes what fp8lab says, calls ``fn`` (the submission's function) and raises
+AssertionError with the input, the expected value and what came back at the first difference.
+
+>>> import numpy as np
+>>> split_fields(lambda *args, **kwargs: 0, np.random.default_rng(0))  # answers 0: refused
+Traceback (most recent call last):
+...
+AssertionError: split_fields(0x0, 4, 3): expected (0, 0, 0), got 0 (expected 3 items, got int)
 """
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
+
 import fp8lab as fl
 from fp8lab.anatomy import fields
 from fp8lab.labs import expect_equal, no_shortcut
@@ -15,7 +24,7 @@ from fp8lab.labs import expect_equal, no_shortcut
 __all__ = ['split_fields', 'decode_finite', 'decode_exmy', 'format_range']
 
 
-def split_fields(split_fields, rng):
+def split_fields(split_fields: Callable[..., Any], rng: np.random.Generator) -> None:
     """Every code of the 8-bit formats, random FP16/BF16/FP32 codes and random layouts, against fp8lab's fields and an independent bit-string oracle."""
     cases = []
     for name in ["float8_e4m3fn", "float8_e5m2", "float6_e2m3fn", "float4_e2m1fn"]:
@@ -42,7 +51,7 @@ def split_fields(split_fields, rng):
             expect_equal(g, w, what=f"split_fields({c:#x}, {e}, {m})")
 
 
-def decode_finite(decode_finite, rng):
+def decode_finite(decode_finite: Callable[..., Any], rng: np.random.Generator) -> None:
     """Every finite code of the registered formats up to 8 bits, random FP16/BF16/FP32 codes, formats with unusual biases, against fp8lab.decode."""
     formats = [f for f in fl.list_formats() if f.kind == "float" and f.signed and f.subnormals]
     for _ in range(25):
@@ -63,7 +72,7 @@ def decode_finite(decode_finite, rng):
                      inputs=[f"{c:#x}" for c in codes])
 
 
-def decode_exmy(decode_exmy, rng):
+def decode_exmy(decode_exmy: Callable[..., Any], rng: np.random.Generator) -> None:
     """Every code of every registered signed format up to 8 bits, random FP16/BF16/FP32 codes with all their specials, random made-up formats, against fp8lab.decode."""
     formats = [f for f in fl.list_formats() if f.kind == "float" and f.signed and f.subnormals]
     for _ in range(30):
@@ -90,7 +99,7 @@ def decode_exmy(decode_exmy, rng):
                      what=f"decode_exmy(code, {f.exponent_bits}, {f.mantissa_bits}, {f.bias}, {f.special!r}) for {f.name}")
 
 
-def format_range(format_range, rng):
+def format_range(format_range: Callable[..., Any], rng: np.random.Generator) -> None:
     """Every registered signed format and random made-up ones (no mantissa bits, one exponent bit, odd biases), against fp8lab's FloatFormat properties."""
     formats = [f for f in fl.list_formats() if f.kind == "float" and f.signed and f.subnormals]
     formats += [fl.FloatFormat("e3m0", 3, 0, special="fn"), fl.FloatFormat("e2m0", 2, 0, special="finite"),

@@ -1,20 +1,30 @@
 """Random cases of lab 03_encode_e4m3: fresh inputs from a seed, fp8lab's answer, the comparison.
 
-One function per task, ``check(fn, rng)``: it draws the cases from ``rng``, computes what
-fp8lab says, calls ``fn`` (the submission's function) and raises AssertionError with the input,
-the expected value and what came back at the first difference.
+One function per task, named by its id and called as ``task(fn, rng)``: it draws the cases from
+``rng``, computes what fp8lab says, calls ``fn`` (the submission's function) and raises
+AssertionError with the input, the expected value and what came back at the first difference.
+
+>>> import numpy as np
+>>> e4m3_round_normal(lambda *args, **kwargs: 0, np.random.default_rng(0))  # answers 0: refused  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+AssertionError: e4m3_round_normal(x): 5473 of 5473 values differ; the first:
+...
 """
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
+
 import fp8lab as fl
 from fp8lab.labs import expect_equal, no_shortcut
 
 __all__ = ['e4m3_round_normal', 'e4m3_quantize', 'encode_e4m3', 'encode_e4m3_array']
 
 
-def e4m3_round_normal(e4m3_round_normal, rng):
+def e4m3_round_normal(e4m3_round_normal: Callable[..., Any], rng: np.random.Generator) -> None:
     """Every midpoint between neighbouring normal values and the FP32 numbers just around it, powers of two, random values over the whole normal range; against fp8lab."""
     values = fl.decode(np.arange(0x08, 0x7F, dtype=np.uint8), "e4m3").astype(np.float32)  # every positive normal
     mid = ((values[:-1].astype(np.float64) + values[1:]) / 2).astype(np.float32)
@@ -28,7 +38,7 @@ def e4m3_round_normal(e4m3_round_normal, rng):
     expect_equal(got, want, what="e4m3_round_normal(x)", inputs=[repr(v) for v in inputs])
 
 
-def e4m3_quantize(e4m3_quantize, rng):
+def e4m3_quantize(e4m3_quantize: Callable[..., Any], rng: np.random.Generator) -> None:
     """Every subnormal tie, the underflow and overflow boundaries and the FP32 numbers around them, signed zeros, infinities, NaN, random values from 1e-5 to 1e4 of both signs, with and without saturation; against fp8lab.quantize."""
     sub_ties = (np.arange(0, 8) + 0.5) * 2.0**-9
     edges = np.array([2.0**-10, 2.0**-6, 448.0, 464.0, 480.0, 2.0**-9, 0.0], dtype=np.float32)
@@ -44,7 +54,7 @@ def e4m3_quantize(e4m3_quantize, rng):
         expect_equal(got, want, what=f"e4m3_quantize(x, saturate={saturate})", inputs=[repr(v) for v in inputs])
 
 
-def encode_e4m3(encode_e4m3, rng):
+def encode_e4m3(encode_e4m3: Callable[..., Any], rng: np.random.Generator) -> None:
     """Every E4M3 value encoded back to its own code, ties, subnormals, signed zeros, overflow, infinities and NaNs of both signs, random values, with and without saturation; against fp8lab.encode."""
     every = fl.decode(np.arange(256, dtype=np.uint8), "e4m3")
     every = every[~np.isnan(every)]
@@ -66,7 +76,7 @@ def encode_e4m3(encode_e4m3, rng):
                      inputs=[lab for lab, k in zip(labels, keep) if k])
 
 
-def encode_e4m3_array(encode_e4m3_array, rng):
+def encode_e4m3_array(encode_e4m3_array: Callable[..., Any], rng: np.random.Generator) -> None:
     """100,000 random FP32 bit patterns and values of every size, all E4M3 values and midpoints, infinities, NaNs, signed zeros, a 3-D array, with and without saturation; against fp8lab.encode."""
     every = fl.decode(np.arange(256, dtype=np.uint8), "e4m3")
     every = every[~np.isnan(every)]

@@ -1,23 +1,31 @@
 """Random cases of lab 04_block_scaling: fresh inputs from a seed, fp8lab's answer, the comparison.
 
-One function per task, ``check(fn, rng)``: it draws the cases from ``rng``, computes what
-fp8lab says, calls ``fn`` (the submission's function) and raises AssertionError with the input,
-the expected value and what came back at the first difference.
+One function per task, named by its id and called as ``task(fn, rng)``: it draws the cases from
+``rng``, computes what fp8lab says, calls ``fn`` (the submission's function) and raises
+AssertionError with the input, the expected value and what came back at the first difference.
+
+>>> import numpy as np
+>>> block_amax(lambda *args, **kwargs: 0, np.random.default_rng(0))  # answers 0: refused
+Traceback (most recent call last):
+...
+AssertionError: block_amax(x of shape (2, 2), (1, 2)): expected shape (2, 1), got shape () (0)
 """
 
 from __future__ import annotations
 
-import numpy as np
-from fp8lab.scaling.base import block_stats
-from fp8lab.labs import expect_equal, no_shortcut
-import fp8lab as fl
 import math
+from typing import Any, Callable
+
+import numpy as np
+
+from fp8lab.scaling.base import block_stats
 from fp8lab.labs import expect_close, expect_equal, no_shortcut
+import fp8lab as fl
 
 __all__ = ['block_amax', 'block_scales', 'saturating_cast', 'quantize_blocks', 'compare_scaling']
 
 
-def block_amax(block_amax, rng):
+def block_amax(block_amax: Callable[..., Any], rng: np.random.Generator) -> None:
     """Ragged shapes, 1x128 and 128x128 blocks, blocks of only inf/NaN or zeros, negative zeros, subnormals, random tensors, against fp8lab's per-block statistics."""
     cases = [
         (np.array([[np.nan, np.inf], [-np.inf, np.nan]], np.float32), (1, 2)),
@@ -39,7 +47,7 @@ def block_amax(block_amax, rng):
         expect_equal(got, want, what=f"block_amax(x of shape {x.shape}, {block})")
 
 
-def block_scales(block_scales, rng):
+def block_scales(block_scales: Callable[..., Any], rng: np.random.Generator) -> None:
     """Amax spread over float32's range, exact multiples, values whose nearest float32 is below the quotient, zeros, tiny and huge amax, E4M3 and E5M2, against fp8lab."""
     special = np.array([0.0, 448.0, 896.0, 300.0, 1.0, 1e-45, 1e-40, 2.0**-126 * 448, 3.0e38, 3.4028234663852886e38,
                         57344.0, 7.0 / 3.0], np.float64)
@@ -52,7 +60,7 @@ def block_scales(block_scales, rng):
             expect_equal(got, want, what=f"block_scales(amax, {fmt_max})", inputs=amax)
 
 
-def saturating_cast(saturating_cast, rng):
+def saturating_cast(saturating_cast: Callable[..., Any], rng: np.random.Generator) -> None:
     """Every value of E4M3, E5M2, FP6 and FP4 and every midpoint between neighbours (ties), values just beside them, subnormals, saturation, inf, NaN, signed zeros, random float32, against fp8lab.quantize(v, fmt, saturate=True)."""
     for name in ("e4m3", "e5m2", "e2m3", "e3m2", "e2m1"):
         f = fl.get_format(name)
@@ -71,7 +79,7 @@ def saturating_cast(saturating_cast, rng):
         expect_equal(got, want, what=f"saturating_cast(v, {mbits}, {emin}, {fmax}) for {f.name}", inputs=v)
 
 
-def quantize_blocks(quantize_blocks, rng):
+def quantize_blocks(quantize_blocks: Callable[..., Any], rng: np.random.Generator) -> None:
     """1x128 activation tiles and 128x128 weight blocks on ragged shapes, outliers, inf and NaN, all-zero blocks, subnormal-sized values, against fp8lab.quantize_tensor(x, "e4m3", fp8lab.BlockScaling(block))."""
     cases = [(np.zeros((3, 5), np.float32), (2, 2)),
              (np.array([[np.nan, np.inf, 1e-30, -2.0]], np.float32), (1, 2)),
@@ -93,7 +101,7 @@ def quantize_blocks(quantize_blocks, rng):
         expect_equal(got, want, what=f"dequantized quantize_blocks(x of shape {x.shape}, {block})", inputs=x)
 
 
-def compare_scaling(compare_scaling, rng):
+def compare_scaling(compare_scaling: Callable[..., Any], rng: np.random.Generator) -> None:
     """Activations with a few outlier channels (per-block scaling must win), ragged 128x128 and 1x128 blocks, all-zero blocks (inf), blocks of NaN and inf, against fp8lab's BlockScaling, TensorScaling and sqnr_db."""
     cases = []
     x = rng.standard_normal((16, 300)).astype(np.float32)

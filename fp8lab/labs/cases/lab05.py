@@ -1,13 +1,22 @@
 """Random cases of lab 05_mx_e8m0: fresh inputs from a seed, fp8lab's answer, the comparison.
 
-One function per task, ``check(fn, rng)``: it draws the cases from ``rng``, computes what
-fp8lab says, calls ``fn`` (the submission's function) and raises AssertionError with the input,
-the expected value and what came back at the first difference.
+One function per task, named by its id and called as ``task(fn, rng)``: it draws the cases from
+``rng``, computes what fp8lab says, calls ``fn`` (the submission's function) and raises
+AssertionError with the input, the expected value and what came back at the first difference.
+
+>>> import numpy as np
+>>> floor_exponents(lambda *args, **kwargs: 0, np.random.default_rng(0))  # answers 0: refused
+Traceback (most recent call last):
+...
+AssertionError: floor_exponents(amax, 448.0)  (float8_e4m3fn): expected shape (2966,), got shape () (0)
 """
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
+
 import fp8lab as fl
 from fp8lab.labs import expect_equal, no_shortcut
 from fp8lab.scaling.base import block_stats
@@ -15,7 +24,7 @@ from fp8lab.scaling.base import block_stats
 __all__ = ['floor_exponents', 'rceil_exponents', 'mx_quantize', 'floor_clipping']
 
 
-def floor_exponents(floor_exponents, rng):
+def floor_exponents(floor_exponents: Callable[..., Any], rng: np.random.Generator) -> None:
     """Powers of two and their neighbours, amax far outside E8M0's range (clamping), zeros, random amax, every MX element format, against fp8lab.mx_scale_exponents(..., "floor")."""
     p = np.ldexp(1.0, np.arange(-160, 160))
     amax = np.concatenate([p, np.nextafter(p, 0), np.nextafter(p, np.inf), [0.0, 957.0, 448.0, 1e-300, 1e300, 5e-324],
@@ -29,7 +38,7 @@ def floor_exponents(floor_exponents, rng):
         expect_equal(got, want, what=f"floor_exponents(amax, {fmax})  ({f.name})", inputs=amax)
 
 
-def rceil_exponents(rceil_exponents, rng):
+def rceil_exponents(rceil_exponents: Callable[..., Any], rng: np.random.Generator) -> None:
     """Amax on and beside fmt_max * 2**j, float32 rounding of amax, descales in float32's subnormal range and beyond its range, zeros, random amax, every MX element format, against fp8lab.mx_scale_exponents(..., "rceil")."""
     for name in ("e4m3", "e5m2", "e2m3", "e3m2", "e2m1"):
         f = fl.get_format(name)
@@ -46,7 +55,7 @@ def rceil_exponents(rceil_exponents, rng):
         expect_equal(got, want, what=f"rceil_exponents(amax, {fmax})  ({f.name})", inputs=amax)
 
 
-def mx_quantize(mx_quantize, rng):
+def mx_quantize(mx_quantize: Callable[..., Any], rng: np.random.Generator) -> None:
     """MXFP8, MXFP6 and MXFP4, both rules, ragged rows (K = 1, 31, 33, 100), blocks of zeros, inf and NaN, values near float32's limits, outliers, random tensors, against fp8lab.quantize_tensor(x, fmt, fp8lab.MXScaling(scale_rounding=rule)).dequantize()."""
     fixed = np.zeros((4, 64), np.float32)
     fixed[1, :32] = 957.0
@@ -72,7 +81,7 @@ def mx_quantize(mx_quantize, rng):
                 expect_equal(got, want, what=f"mx_quantize(x of shape {x.shape}, {name!r}, {rule!r})", inputs=x)
 
 
-def floor_clipping(floor_clipping, rng):
+def floor_clipping(floor_clipping: Callable[..., Any], rng: np.random.Generator) -> None:
     """Amax on both sides of fmt_max * 2**j, blocks of inf/NaN and zeros, ragged rows, every MX element format, random tensors, against fp8lab's block amax and mx_scale_exponents, and the count against MXScaling's own saturated_blocks."""
     for name in ("e4m3", "e5m2", "e2m3", "e3m2", "e2m1"):
         f = fl.get_format(name)

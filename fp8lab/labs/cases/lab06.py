@@ -1,21 +1,29 @@
 """Random cases of lab 06_blockwise_gemm: fresh inputs from a seed, fp8lab's answer, the comparison.
 
-One function per task, ``check(fn, rng)``: it draws the cases from ``rng``, computes what
-fp8lab says, calls ``fn`` (the submission's function) and raises AssertionError with the input,
-the expected value and what came back at the first difference.
+One function per task, named by its id and called as ``task(fn, rng)``: it draws the cases from
+``rng``, computes what fp8lab says, calls ``fn`` (the submission's function) and raises
+AssertionError with the input, the expected value and what came back at the first difference.
+
+>>> import numpy as np
+>>> dequantize(lambda *args, **kwargs: 0, np.random.default_rng(0))  # answers 0: refused
+Traceback (most recent call last):
+...
+AssertionError: dequantize(values of shape (3, 300), scales of shape (3, 3), (1, 128)): expected shape (3, 300), got shape () (0)
 """
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
+
 import fp8lab as fl
-from fp8lab.labs import expect_equal, no_shortcut
 from fp8lab.labs import expect_close, expect_equal, no_shortcut
 
 __all__ = ['dequantize', 'blockwise_matmul', 'round_mantissa', 'limited_matmul']
 
 
-def dequantize(dequantize, rng):
+def dequantize(dequantize: Callable[..., Any], rng: np.random.Generator) -> None:
     """1x128 tiles and 128x128 blocks on ragged shapes, NaN codes, zeros, scales that make products round in float32 or overflow, against fp8lab.QTensor.dequantize."""
     for shape, block in [((3, 300), (1, 128)), ((200, 130), (128, 128)), ((129, 257), (128, 128)), ((5, 7), (2, 3)), ((1, 1), (1, 128))]:
         codes = rng.integers(0, 256, shape).astype(np.uint8)
@@ -31,7 +39,7 @@ def dequantize(dequantize, rng):
         expect_equal(got, want, what=f"dequantize(values of shape {shape}, scales of shape {nb}, {block})", inputs=values)
 
 
-def blockwise_matmul(blockwise_matmul, rng):
+def blockwise_matmul(blockwise_matmul: Callable[..., Any], rng: np.random.Generator) -> None:
     """Random activations and weights quantized with fp8lab's BlockScaling (1x128 and 128x128), outlier channels, ragged K and N, against fp8lab.scaled_matmul with exact FP32 accumulation, within the float32 rounding of a K-long sum."""
     for m, k, n in [(4, 128, 128), (8, 384, 256), (5, 300, 130), (3, 129, 1), (1, 40, 7)]:
         x = rng.standard_normal((m, k)).astype(np.float32)
@@ -49,7 +57,7 @@ def blockwise_matmul(blockwise_matmul, rng):
         expect_close(got, want, rel=0.0, abs=k * 2.0**-22 * magnitude + 1e-30, what=what)
 
 
-def round_mantissa(round_mantissa, rng):
+def round_mantissa(round_mantissa: Callable[..., Any], rng: np.random.Generator) -> None:
     """Random float32 bit patterns (normal, subnormal, negative), zeros, infinities, NaN, every width from 1 to 23 mantissa bits, a 2-D array, against fp8lab.quantize(x, FloatFormat("e8m<bits>", 8, bits), rounding="toward_zero")."""
     bits = rng.integers(0, 2**32, 3000, dtype=np.uint64).astype(np.uint32)
     x = bits.view(np.float32)
@@ -69,7 +77,7 @@ def round_mantissa(round_mantissa, rng):
     expect_equal(got, want, what=f"round_mantissa(x of shape {y.shape}, 13)")
 
 
-def limited_matmul(limited_matmul, rng):
+def limited_matmul(limited_matmul: Callable[..., Any], rng: np.random.Generator) -> None:
     """E4M3 operands with values in [1, 8) and mixed signs (every float32 chunk sum is then exact, so the comparison can be bit for bit), zeros, long K where the 13-bit partial sums lose bits, ragged K, M and N, other widths and promotion intervals, random float32 scales, against fp8lab.scaled_matmul(qa, qb, accumulator=fp8lab.Accumulator(...))."""
     def operand(shape, signed):
         codes = rng.integers(0x38, 0x50, shape).astype(np.uint8)  # E4M3 codes of 1.0 ... 7.5

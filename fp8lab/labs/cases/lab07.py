@@ -1,22 +1,30 @@
 """Random cases of lab 07_loss_scaler: fresh inputs from a seed, fp8lab's answer, the comparison.
 
-One function per task, ``check(fn, rng)``: it draws the cases from ``rng``, computes what
-fp8lab says, calls ``fn`` (the submission's function) and raises AssertionError with the input,
-the expected value and what came back at the first difference.
+One function per task, named by its id and called as ``task(fn, rng)``: it draws the cases from
+``rng``, computes what fp8lab says, calls ``fn`` (the submission's function) and raises
+AssertionError with the input, the expected value and what came back at the first difference.
+
+>>> import numpy as np
+>>> has_inf_or_nan(lambda *args, **kwargs: 0, np.random.default_rng(0))  # answers 0: refused
+Traceback (most recent call last):
+...
+AssertionError: has_inf_or_nan([-inf]): expected True, got 0 (expected a bool, got int)
 """
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
+
 from fp8lab.scaling.loss_scaler import has_inf_or_nan as reference
-from fp8lab.labs import DEFAULT_FORBID, expect_equal, no_shortcut
+from fp8lab.labs import DEFAULT_FORBID, expect_close, expect_equal, no_shortcut
 import fp8lab as fl
-from fp8lab.labs import DEFAULT_FORBID, expect_close, no_shortcut
 
 __all__ = ['has_inf_or_nan', 'fp16_flush', 'unscale', 'update_scale', 'run_scaler']
 
 
-def has_inf_or_nan(has_inf_or_nan, rng):
+def has_inf_or_nan(has_inf_or_nan: Callable[..., Any], rng: np.random.Generator) -> None:
     """-inf, NaN in the last element of a large array, float16 and float32 arrays, 0-d arrays, Python floats, empty arrays, lists of None, random lists; against fp8lab."""
     big = rng.standard_normal(100_000).astype(np.float32)
     big_nan = big.copy(); big_nan[-1] = np.nan
@@ -49,7 +57,7 @@ def has_inf_or_nan(has_inf_or_nan, rng):
         expect_equal(got[k], want[k], what=f"has_inf_or_nan({k})")
 
 
-def fp16_flush(fp16_flush, rng):
+def fp16_flush(fp16_flush: Callable[..., Any], rng: np.random.Generator) -> None:
     """The FP16 thresholds and their ties (2^-25, 65504, 65519.996, 65520), negative values, inf/NaN/zero inputs (not counted), float32 overflow of the product, empty and 2-D arrays, random log-normal gradients at many scales; against fp8lab.quantize(..., "fp16")."""
     def reference(g, scale):
         g = np.asarray(g, dtype=np.float32)
@@ -88,7 +96,7 @@ def fp16_flush(fp16_flush, rng):
         expect_close(over, w[1], rel=1e-12, what=label + "[1] (overflow)")
 
 
-def unscale(unscale, rng):
+def unscale(unscale: Callable[..., Any], rng: np.random.Generator) -> None:
     """Scales that are not powers of two (3, 1000, 65535, 0.75), huge and tiny scales, inf/NaN/-0.0 gradients, empty and 2-D arrays, random gradients; against fp8lab.LossScaler.unscale_."""
     cases = [
         ([np.array([3.0, 6.0, 9.0, -0.0, 1e-45], np.float32)], 3.0),
@@ -127,7 +135,7 @@ def unscale(unscale, rng):
             expect_equal(a, b, what=f"{label}[0][{i}]", inputs=grads[i], exact_dtype=True)
 
 
-def update_scale(update_scale, rng):
+def update_scale(update_scale: Callable[..., Any], rng: np.random.Generator) -> None:
     """Growth next to float32's maximum (no growth to inf), backoff into subnormals and to zero, growth_interval 1, factors whose products round in float32, random states; against fp8lab.LossScaler.update."""
     def reference(scale, tracker, found_inf, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
         s = fl.LossScaler(growth_factor=growth_factor, backoff_factor=backoff_factor, growth_interval=growth_interval)
@@ -156,7 +164,7 @@ def update_scale(update_scale, rng):
         expect_equal(g, w, what=f"update_scale({args})")
 
 
-def run_scaler(run_scaler, rng):
+def run_scaler(run_scaler: Callable[..., Any], rng: np.random.Generator) -> None:
     """Random runs of thousands of steps with rare and frequent overflows and bursts, 200 overflows in a row (the scale reaches 0), growth up to float32's maximum, non-default factors and intervals; against fp8lab.LossScaler."""
     def reference(found_infs, init_scale=65536.0, **kw):
         s = fl.LossScaler(init_scale=init_scale, **kw)

@@ -1,14 +1,23 @@
 """Random cases of lab 08_memory_calculator: fresh inputs from a seed, fp8lab's answer, the comparison.
 
-One function per task, ``check(fn, rng)``: it draws the cases from ``rng``, computes what
-fp8lab says, calls ``fn`` (the submission's function) and raises AssertionError with the input,
-the expected value and what came back at the first difference.
+One function per task, named by its id and called as ``task(fn, rng)``: it draws the cases from
+``rng``, computes what fp8lab says, calls ``fn`` (the submission's function) and raises
+AssertionError with the input, the expected value and what came back at the first difference.
+
+>>> import numpy as np
+>>> kv_cache_bytes(lambda *args, **kwargs: 0, np.random.default_rng(0))  # answers 0: refused
+Traceback (most recent call last):
+...
+AssertionError: kv_cache_bytes(32, 32, 128, 1, batch=1, bits=16)  (llama-2-7b): expected 524288, got 0
 """
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
+import numpy as np
+
 import fp8lab as fl
-from fp8lab.labs import expect_equal, no_shortcut
 from fp8lab.labs import expect_equal, expect_raises, no_shortcut
 from fp8lab.sizing.params import resolve_params
 from fp8lab.sizing.memory import TRAINING_RECIPES, TrainingComponent, TrainingRecipe
@@ -17,7 +26,7 @@ from fp8lab.sizing.units import dtype_bits
 __all__ = ['kv_cache_bytes', 'mla_cache_bytes', 'kv_scale_bytes', 'max_context', 'training_bytes']
 
 
-def kv_cache_bytes(kv_cache_bytes, rng):
+def kv_cache_bytes(kv_cache_bytes: Callable[..., Any], rng: np.random.Generator) -> None:
     """Every MHA/GQA/MQA preset in BF16, FP8, FP6 and FP4 and FP32, zero tokens, odd token counts with 4- and 6-bit elements (rounding up), batches, random configurations; against fp8lab.kv_cache_bytes."""
     dtypes = {"bf16": 16, "fp8": 8, "e2m3": 6, "fp4": 4, "float32": 32}
     cases = []
@@ -40,7 +49,7 @@ def kv_cache_bytes(kv_cache_bytes, rng):
         expect_equal(g, want, what=f"kv_cache_bytes({', '.join(map(str, args[:4]))}, batch={args[4]}, bits={args[5]})  ({name})")
 
 
-def mla_cache_bytes(mla_cache_bytes, rng):
+def mla_cache_bytes(mla_cache_bytes: Callable[..., Any], rng: np.random.Generator) -> None:
     """DeepSeek-V2 and V3 in BF16, FP8, FP6, FP4, zero and odd token counts, batches, random MLA configurations; against fp8lab.kv_cache_bytes."""
     dtypes = {"bf16": 16, "fp8": 8, "e2m3": 6, "fp4": 4, "float32": 32}
     models = [fl.get_model("deepseek-v3"), fl.get_model("deepseek-v2")]
@@ -59,7 +68,7 @@ def mla_cache_bytes(mla_cache_bytes, rng):
         expect_equal(g, want, what=f"mla_cache_bytes({', '.join(map(str, args[:4]))}, batch={args[4]}, bits={args[5]})  ({name})")
 
 
-def kv_scale_bytes(kv_scale_bytes, rng):
+def kv_scale_bytes(kv_scale_bytes: Callable[..., Any], rng: np.random.Generator) -> None:
     """Every granularity on every MHA/GQA/MQA preset, FP32, BF16 and E8M0 scales, blocks that do not divide head_dim (ragged), zero tokens, batches, random configurations, the two errors; against fp8lab.kv_cache_size(...).scale_bytes."""
     scale_dtypes = {"float32": 32, "bf16": 16, "e8m0": 8}
     models = [fl.get_model(m) for m in fl.list_models()]
@@ -84,7 +93,7 @@ def kv_scale_bytes(kv_scale_bytes, rng):
         expect_equal(g, want, what=f"kv_scale_bytes({', '.join(map(repr, args))}, block_size={block}, scale_bits={bits})  ({name})")
 
 
-def max_context(max_context, rng):
+def max_context(max_context: Callable[..., Any], rng: np.random.Generator) -> None:
     """Every MHA/GQA/MQA preset on every GPU preset, BF16/FP8/FP4 weights and caches, batches, utilization 0.9 and odd fractions, models that do not fit, a budget that fits the weights but not one token; against fp8lab.max_context."""
     dtypes = {"bf16": 16, "fp8": 8, "fp4": 4}
     models = [fl.get_model(m) for m in fl.list_models()]
@@ -113,7 +122,7 @@ def max_context(max_context, rng):
         expect_equal(g, want, what=f"max_context({', '.join(map(str, args))}, batch={batch}, utilization={util})  ({name})")
 
 
-def training_bytes(training_bytes, rng):
+def training_bytes(training_bytes: Callable[..., Any], rng: np.random.Generator) -> None:
     """Every built-in recipe (FP32, mixed FP16/BF16, FP8, DeepSeek-V3) on every preset model, every ZeRO stage, GPU counts that do not divide the parameter count, one parameter, random recipes with 4- and 8-bit copies; against fp8lab.training_memory."""
     def widths(recipe):
         return tuple([dtype_bits(c.dtype) for c in recipe.components if c.kind == k] for k in ("weights", "gradients", "optimizer"))

@@ -1,21 +1,29 @@
 """Random cases of lab 09_int8_asymmetric: fresh inputs from a seed, fp8lab's answer, the comparison.
 
-One function per task, ``check(fn, rng)``: it draws the cases from ``rng``, computes what
-fp8lab says, calls ``fn`` (the submission's function) and raises AssertionError with the input,
-the expected value and what came back at the first difference.
+One function per task, named by its id and called as ``task(fn, rng)``: it draws the cases from
+``rng``, computes what fp8lab says, calls ``fn`` (the submission's function) and raises
+AssertionError with the input, the expected value and what came back at the first difference.
+
+>>> import numpy as np
+>>> int8_symmetric(lambda *args, **kwargs: 0, np.random.default_rng(0))  # answers 0: refused
+Traceback (most recent call last):
+...
+AssertionError: int8_symmetric([ 127.     0.5    1.5 ...   -0.5   -1.5 -126.5]): expected a pair (codes, scale), got int
 """
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
+
 import fp8lab as fl
-from fp8lab.labs import DEFAULT_FORBID, expect_equal, no_shortcut
 from fp8lab.labs import DEFAULT_FORBID, expect_close, expect_equal, no_shortcut
 
 __all__ = ['int8_symmetric', 'int8_asymmetric', 'int8_per_channel', 'int8_error']
 
 
-def int8_symmetric(int8_symmetric, rng):
+def int8_symmetric(int8_symmetric: Callable[..., Any], rng: np.random.Generator) -> None:
     """Ties, ±inf (saturation to 127 and -128), NaN (NaN scale, zero codes), all zeros, subnormal amax (the smallest-normal floor), float32's largest values, 2-D and 0-d inputs, random tensors over many magnitudes; against fp8lab.quantize_tensor(x, "int8", IntScaling())."""
     f32 = np.finfo(np.float32)
     xs = [np.array(v, np.float32) for v in (
@@ -43,7 +51,7 @@ def int8_symmetric(int8_symmetric, rng):
         expect_equal(np.asarray(g_codes), w_codes, what=label + " codes", inputs=x)
 
 
-def int8_asymmetric(int8_asymmetric, rng):
+def int8_asymmetric(int8_asymmetric: Callable[..., Any], rng: np.random.Generator) -> None:
     """All-negative and all-positive tensors (zero point 255 and 0), ties, ±inf (saturation), NaN (NaN scale), all zeros, subnormal ranges, float32's largest values, 2-D and 0-d inputs, random skewed tensors; against fp8lab.quantize_tensor(x, "uint8", IntScaling(symmetric=False))."""
     f32 = np.finfo(np.float32)
     xs = [np.array(v, np.float32) for v in (
@@ -76,7 +84,7 @@ def int8_asymmetric(int8_asymmetric, rng):
         expect_equal(np.asarray(g_codes), w_codes, what=label + " codes", inputs=x)
 
 
-def int8_per_channel(int8_per_channel, rng):
+def int8_per_channel(int8_per_channel: Callable[..., Any], rng: np.random.Generator) -> None:
     """Ragged shapes (1 x 1, 1 x n, n x 1, odd sizes), rows of zeros, rows with inf or NaN (only that channel gets a NaN scale), one outlier row, both axes, both schemes, random weights; against fp8lab.quantize_tensor with IntScaling(symmetric=..., axis=...)."""
     xs = [np.array([[0.0, 1.0, 2.0, 3.0], [-4.0, 4.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [1.0, np.nan, 2.0, 3.0], [np.inf, -1.0, 0.5, 2.0]], np.float32),
           np.array([[7.0]], np.float32), np.array([[1.0, -2.0, 3.0]], np.float32), np.array([[1.0], [-2.0], [3.0]], np.float32)]
@@ -108,7 +116,7 @@ def int8_per_channel(int8_per_channel, rng):
         expect_equal(np.asarray(g_codes), w_codes, what=label + " codes", inputs=x)
 
 
-def int8_error(int8_error, rng):
+def int8_error(int8_error: Callable[..., Any], rng: np.random.Generator) -> None:
     """Per tensor and per channel, both schemes, inf and NaN elements and channels, all zeros, ReLU-like and symmetric random data, outlier channels (per-channel error far below per-tensor), ragged shapes; against fp8lab.quantize_tensor(...).dequantize()."""
     def reference(x, sym, axis):
         q = fl.quantize_tensor(x, "int8" if sym else "uint8", fl.IntScaling(symmetric=sym, axis=axis))
