@@ -297,3 +297,16 @@ def test_the_random_cases_draw_what_the_hidden_tests_draw(lab):
         got = _body(functions[t["id"]])
         assert [ln.rstrip() for ln in got if ln.strip()] == [ln.rstrip() for ln in want if ln.strip()], \
             f"{lab} {t['id']}: fp8lab/labs/cases/lab{lab[:2]}.py differs from the hidden test cell"
+
+
+@pytest.mark.kernel
+def test_the_cheats_score_zero_where_the_sandbox_holds_fp8lab(tmp_path):
+    """Lab 05's sandbox allows fp8lab (for its helpers): the runtime guard refuses the reference in random cases too."""
+    from fp8lab.labs.catalog import get_lab
+
+    lab = get_lab("05_mx_e8m0")
+    result = grade_random(_attempt(tmp_path, lab.name, {t.id: t.cheats[0] for t in lab.tasks}), seed=4)
+    assert result.points == 0
+    for t in result.tasks:
+        assert [m.split(":", 1)[0] for m in t.messages] == ["visible test", "random case (seed 4)"]
+        assert all("ShortcutError" in m for m in t.messages), t
