@@ -133,11 +133,18 @@ def _hostile() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("name, text", _hostile())
 def test_hostile_answers_return_quickly_for_every_kind(name: str, text: str) -> None:
+    # a budget that catches a hang (catastrophic backtracking or huge exact powers take seconds to forever), not a
+    # speed test: the best of three tries, so that a pause of the process (a GC, the other test worker) that makes
+    # one try slow cannot fail it, while a slow parser is slow every time
     for q in KINDS.values():
-        start = time.perf_counter()
-        g = iv.grade(q, text)
-        elapsed = time.perf_counter() - start
-        assert elapsed < 0.5, (name, q.kind, elapsed)
+        elapsed = []
+        for _ in range(3):
+            start = time.perf_counter()
+            g = iv.grade(q, text)
+            elapsed.append(time.perf_counter() - start)
+            if elapsed[-1] < 0.5:
+                break
+        assert min(elapsed) < 0.5, (name, q.kind, elapsed)
         assert g.correct in (False, None), (name, q.kind)
 
 
