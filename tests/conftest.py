@@ -46,6 +46,7 @@ DOCTEST_MARKS = {"fp8lab.labs.course.run_nbgrader": "kernel"}
 #: here count by their marker (:data:`MARKER_SECONDS`), all others as 0 (they keep their order).
 EXPECTED_SECONDS = {
     "test_adversarial_submissions_get_exactly_their_points_in_parallel": 65,
+    "test_every_submission_gets_exactly_its_honest_score": 50,  # the hostile class's one graded run (its unit)
     "test_a_subset_graded_one_by_one_gets_the_scores_of_the_parallel_grading": 25,
     "test_the_cast_matches_torch_on_every_finite_float32": 75,
     "test_the_recorded_run_is_reproduced_to_its_first_validation": 60,
@@ -81,6 +82,7 @@ SHARED_FIXTURE_UNITS = {
     "tests/test_browser.py::": "browser",            # one JupyterLab and one Chromium
     "tests/test_browser_zh.py::": "browser-zh",      # one JupyterLab (the Chinese copy) and one Chromium
     "tests/test_labs_jupyter.py::": "labs-jupyter",  # one JupyterLab server
+    "tests/test_labs_hostile.py::": "labs-hostile",  # one graded run of the hostile class (it was built twice)
     **dict.fromkeys(["tests/test_train.py::test_every_recipe_lowers_the_loss_in_30_steps",  # `short_runs`
                      "tests/test_train.py::test_controls_show_their_failure_mode"], "train-short-runs"),
 }

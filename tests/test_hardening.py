@@ -77,6 +77,7 @@ def test_bernoulli_pow2_frequency(s, p_log2):
     assert abs(hits - n * p) < 6 * sd, (hits, n * p)
 
 
+@pytest.mark.slow  # a statistical sweep of every binade, up to 4 s per format: make test runs it, test-fast not
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
 @pytest.mark.parametrize("fmt", ["e4m3", "e5m2", "fp4", "e2m3", "e3m2", "fp16", "e4m3fnuz", "int8"])
 def test_stochastic_rounding_mean_is_x_at_every_measurable_magnitude(fmt, backend):

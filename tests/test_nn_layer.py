@@ -88,6 +88,7 @@ def adamw(model):
     return torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1)
 
 
+@pytest.mark.slow  # twelve training steps of a GPT per preset, about 3-5 s each: make test runs it, test-fast not
 @pytest.mark.parametrize("name", PRESETS)
 def test_save_and_load_resumes_bit_for_bit(name):
     k, n = 3, 3
