@@ -80,7 +80,8 @@ SHARED_FIXTURE_UNITS = {
         "test_the_glossary_from_the_welcome_chapter_is_in_the_book",
         "test_the_chinese_book_has_every_chapter_its_figures_and_its_links_from_the_same_executions")], "book"),
     "tests/test_browser.py::": "browser",            # one JupyterLab and one Chromium
-    "tests/test_browser_zh.py::": "browser-zh",      # one JupyterLab (the Chinese copy) and one Chromium
+    "tests/test_browser_zh.py::": "browser",         # after the English ones on the same worker: two make labs started
+                                                     # at once on two workers can race for a port
     "tests/test_labs_jupyter.py::": "labs-jupyter",  # one JupyterLab server
     "tests/test_labs_hostile.py::": "labs-hostile",  # one graded run of the hostile class (it was built twice)
     **dict.fromkeys(["tests/test_train.py::test_every_recipe_lowers_the_loss_in_30_steps",  # `short_runs`

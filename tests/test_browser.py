@@ -58,10 +58,10 @@ CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                 "--disable-dev-shm-usage", "--disable-extensions", "--window-size=1400,1000"]
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """``make lab`` on a temporary root: it makes the working copy there and prints the URL; yields
-    (base URL, token, working copy, the printed URL)."""
+def started_make_lab(tmp_path_factory, *, lang: str | None = None):
+    """Run ``make lab`` (``LANG=zh`` too when ``lang``) as a learner would, on a scratch working copy, a fresh
+    gradebook and a PATH without the venv; yields (base URL, token, working copy, the printed URL, the output)
+    and stops the server and its kernels afterwards. Both browser modules' fixtures are this generator."""
     if CHROMIUM is None or DRIVER is None:
         pytest.skip("no headless browser here: install the Debian packages chromium and chromium-driver "
                     "(`apt-get install chromium chromium-driver`, as .ci/run does) to run the browser test")
@@ -71,23 +71,26 @@ def lab(tmp_path_factory):
             pytest.fail(f"notebooks/{name} is missing: the browser test opens {WELCOME} and runs {CHAPTER}")
     if shutil.which("make") is None:
         pytest.skip("make is not installed: the browser test starts JupyterLab with `make lab`")
-    tmp = tmp_path_factory.mktemp("lab")
+    suffix = f"-{lang}" if lang else ""
+    tmp = tmp_path_factory.mktemp("lab" + suffix)
     # the server's root is the repository, as for a learner (nbgrader's Formgrader refuses a course folder
     # outside it); the working copy and fetched labs go to a scratch folder under the git-ignored build/
-    scratch = ROOT / "build" / f"browser-test-{uuid.uuid4().hex[:8]}"
-    copy = scratch / "my_course"
-    token = "fp8lab-browser-test"
+    scratch = ROOT / "build" / f"browser-test{suffix}-{uuid.uuid4().hex[:8]}"
+    copy = scratch / ("my_course" + (f"_{lang}" if lang else ""))
+    token = "fp8lab-browser-test" + suffix
     args = f"--copy {copy} --no-browser --ip=127.0.0.1 --IdentityProvider.token={token}"
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), JUPYTER_CONFIG_DIR=str(tmp / "config"),
                JUPYTER_DATA_DIR=str(tmp / "data"), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                FP8LAB_GRADING_DIR=str(tmp / "grading"), FP8LAB_MY_LABS_DIR=str(scratch / "my_labs"))
+    if lang:
+        env["LANG"] = "en_US.UTF-8"  # a learner's locale: only LANG=zh on make's command line picks the edition
     env["PATH"] = user_path(env.get("PATH", "") or "/usr/bin:/bin")
-    for name in ("VIRTUAL_ENV", "JUPYTER_PATH", "JUPYTER_CONFIG_PATH", "PYTHONPATH"):
+    for name in ("VIRTUAL_ENV", "JUPYTER_PATH", "JUPYTER_CONFIG_PATH", "PYTHONPATH", "FP8LAB_LANG"):
         env.pop(name, None)
     out_path = tmp / "make-lab.out"
     out = open(out_path, "w")
-    proc = subprocess.Popen(["make", "--no-print-directory", "-C", str(ROOT), "lab", f"ARGS={args}"], stdout=out,
-                            stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    command = ["make", "--no-print-directory", "-C", str(ROOT), "lab", *([f"LANG={lang}"] if lang else []), f"ARGS={args}"]
+    proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 180
         url = None
@@ -97,11 +100,11 @@ def lab(tmp_path_factory):
             if m:
                 url = m.group(1)
             elif proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"make lab did not print the line to open:\n{text[-3000:]}")
+                pytest.fail(f"{' '.join(command[4:-1])} did not print the line to open:\n{text[-3000:]}")
             else:
                 time.sleep(0.5)
         parts = urllib.parse.urlsplit(url)
-        assert parts.path.endswith(f"/{WELCOME}") and f"token={token}" in parts.query, url
+        assert parts.path.endswith(f"/{copy.name}/{WELCOME}") and f"token={token}" in parts.query, url
         base = f"{parts.scheme}://{parts.netloc}"
         urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=10)
         yield base, token, copy, url, text
@@ -119,8 +122,8 @@ def lab(tmp_path_factory):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-def browser(lab, tmp_path_factory):
+def started_chromium(profile: Path):
+    """Headless Chromium through its driver with a fresh ``profile`` folder; yields the driver, quits it after."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -128,13 +131,25 @@ def browser(lab, tmp_path_factory):
     options.binary_location = CHROMIUM
     for flag in CHROME_FLAGS:
         options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    options.add_argument(f"--user-data-dir={profile}")
     driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
     driver.set_page_load_timeout(60)
     try:
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """``make lab`` on a temporary root: it makes the working copy there and prints the URL; yields
+    (base URL, token, working copy, the printed URL, the output)."""
+    yield from started_make_lab(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def browser(lab, tmp_path_factory):
+    yield from started_chromium(tmp_path_factory.mktemp("chromium-profile"))
 
 
 def wait_for(driver, condition, timeout: float, what: str):

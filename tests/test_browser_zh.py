@@ -9,15 +9,10 @@ and one browser serve both tests. Skips, saying so, without Chromium.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import signal
-import subprocess
 import time
 import urllib.parse
 import urllib.request
-import uuid
 
 import pytest
 
@@ -39,11 +34,9 @@ def _english_browser_test():
 
 
 _en = _english_browser_test()
-CHROME_FLAGS, CHROMIUM, CHAPTER, DRIVER, ROOT, WELCOME = (_en.CHROME_FLAGS, _en.CHROMIUM, _en.CHAPTER, _en.DRIVER, _en.ROOT,
-                                                          _en.WELCOME)
-RUN_ALL_BUDGET_S = _en.RUN_ALL_BUDGET_S
-click_menu, dom_texts, kernel_idle, open_notebook, panel, user_path, wait_for = (
-    _en.click_menu, _en.dom_texts, _en.kernel_idle, _en.open_notebook, _en.panel, _en.user_path, _en.wait_for)
+CHAPTER, ROOT, WELCOME, RUN_ALL_BUDGET_S = _en.CHAPTER, _en.ROOT, _en.WELCOME, _en.RUN_ALL_BUDGET_S
+click_menu, dom_texts, kernel_idle, open_notebook, panel, wait_for = (
+    _en.click_menu, _en.dom_texts, _en.kernel_idle, _en.open_notebook, _en.panel, _en.wait_for)
 
 pytestmark = pytest.mark.browser
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -52,74 +45,12 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 @pytest.fixture(scope="module")
 def lab_zh(tmp_path_factory):
     """``make lab LANG=zh`` on a scratch copy; yields (base URL, token, working copy, the printed URL, the output)."""
-    if CHROMIUM is None or DRIVER is None:
-        pytest.skip("no headless browser here: install the Debian packages chromium and chromium-driver")
-    pytest.importorskip("selenium", reason="selenium is not installed (`make venv` installs the pinned version)")
-    if shutil.which("make") is None:
-        pytest.skip("make is not installed: the browser test starts JupyterLab with `make lab LANG=zh`")
-    tmp = tmp_path_factory.mktemp("lab-zh")
-    scratch = ROOT / "build" / f"browser-test-zh-{uuid.uuid4().hex[:8]}"
-    copy = scratch / "my_course_zh"
-    token = "fp8lab-browser-test-zh"
-    args = f"--copy {copy} --no-browser --ip=127.0.0.1 --IdentityProvider.token={token}"
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), JUPYTER_CONFIG_DIR=str(tmp / "config"),
-               JUPYTER_DATA_DIR=str(tmp / "data"), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-               FP8LAB_GRADING_DIR=str(tmp / "grading"), FP8LAB_MY_LABS_DIR=str(scratch / "my_labs"),
-               LANG="en_US.UTF-8")  # a learner's locale: only LANG=zh on make's command line picks the edition
-    env["PATH"] = user_path(env.get("PATH", "") or "/usr/bin:/bin")
-    for name in ("VIRTUAL_ENV", "JUPYTER_PATH", "JUPYTER_CONFIG_PATH", "PYTHONPATH", "FP8LAB_LANG"):
-        env.pop(name, None)
-    out_path = tmp / "make-lab.out"
-    out = open(out_path, "w")
-    proc = subprocess.Popen(["make", "--no-print-directory", "-C", str(ROOT), "lab", "LANG=zh", f"ARGS={args}"],
-                            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 180
-        url = None
-        while url is None:
-            text = out_path.read_text(errors="replace")
-            m = re.search(r"fp8lab course: open (\S+)", text)
-            if m:
-                url = m.group(1)
-            elif proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"make lab LANG=zh did not print the line to open:\n{text[-3000:]}")
-            else:
-                time.sleep(0.5)
-        parts = urllib.parse.urlsplit(url)
-        assert parts.path.endswith(f"/my_course_zh/{WELCOME}") and f"token={token}" in parts.query, url
-        base = f"{parts.scheme}://{parts.netloc}"
-        urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=10)
-        yield base, token, copy, url, text
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        out.close()
-        shutil.rmtree(scratch, ignore_errors=True)
+    yield from _en.started_make_lab(tmp_path_factory, lang="zh")
 
 
 @pytest.fixture(scope="module")
 def browser_zh(lab_zh, tmp_path_factory):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in CHROME_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile-zh')}")
-    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
-    driver.set_page_load_timeout(60)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+    yield from _en.started_chromium(tmp_path_factory.mktemp("chromium-profile-zh"))
 
 
 def test_the_chinese_welcome_chapter_opens_and_links_within_the_edition(lab_zh, browser_zh):
