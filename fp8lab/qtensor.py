@@ -356,14 +356,17 @@ class QTensor:
         """
         if len(self.shape) != 2:
             raise ValueError(f"transpose needs a matrix (2 dimensions), got shape {self.shape}")
+        # torch codes (and zero points) are seen transposed, a view: the values decoded from them, and
+        # the held ones, keep that layout, so neither a transpose nor the GEMM copies them
+        view = (lambda a: a.t()) if is_torch(self.codes) else (lambda a: np.ascontiguousarray(a.T))
         t = (lambda a: a.t().contiguous()) if is_torch(self.codes) else (lambda a: np.ascontiguousarray(a.T))
         info = self.info
         if info.nonfinite_mask is not None:
             info = info.replace(nonfinite_mask=np.ascontiguousarray(np.asarray(info.nonfinite_mask).T))
         if info.scale_codes is not None and np.ndim(info.scale_codes) == 2:
             info = info.replace(scale_codes=np.ascontiguousarray(np.asarray(info.scale_codes).T))
-        zp = t(self.zero_point) if self.zero_point is not None else None
-        out = dataclasses.replace(self, codes=t(self.codes), scales=t(self.scales), block=self.block[::-1],
+        zp = view(self.zero_point) if self.zero_point is not None else None
+        out = dataclasses.replace(self, codes=view(self.codes), scales=t(self.scales), block=self.block[::-1],
                                   zero_point=zp, info=info)
         if self._hold is not None:  # the held values, seen transposed (a view: no copy)
             object.__setattr__(out, "_hold", (self._hold[0], not self._hold[1]))

@@ -287,8 +287,9 @@ def test_small_batches_give_the_same_bits_with_and_without_the_c_kernels(name):
 
     A BLAS may pick its kernel, and so its order of summation, by the operands' layout when M is
     small (MKL did for 1 to 3 rows: up to 10 ulp apart while the C kernels handed a transposed
-    view and the torch decode a contiguous copy). The GEMM now reads every operand contiguous, so
-    the two paths give the product the same layout and the same bits; this sweeps the class over
+    view and the torch decode a contiguous copy). The GEMM now reads every operand's values in its
+    codes' layout, which every path lays out alike (tests/test_scaling_paths.py), so the two paths
+    give the product the same layout and the same bits; this sweeps the class over
     token counts, shapes with full and partial 128-blocks, and every preset.
     """
     from fp8lab.codec import ckernels

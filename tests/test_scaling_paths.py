@@ -142,3 +142,33 @@ def test_the_table_lists_every_path_once_general_last():
     headers, rows = fl.scaling_path_table()
     assert headers == ["path", "what it is"] and [r[0] for r in rows] == list(sp.path_names())
     assert rows[-1][0] == "general" and len(set(sp.path_names())) == len(rows)
+
+
+LAYOUT_RECIPES = [TensorScaling(), AxisScaling(axis=1), BlockScaling(block=(1, 128)), BlockScaling(block=(128, 128)),
+                  MXScaling(scale_rounding="rceil"), MXScaling(), PercentileScaling(), DelayedScaling()]
+
+
+@pytest.mark.parametrize("ri", range(len(LAYOUT_RECIPES)))
+@pytest.mark.parametrize("path", ["fused_band", "ckernel", "torch", "general"])
+def test_every_path_lays_the_codes_out_as_the_input(ri, path):
+    """Codes of a transposed matrix are a transposed view, of a contiguous one contiguous, whichever path cast them.
+
+    The GEMM reads an operand's values in its codes' layout and a BLAS may sum in a layout-dependent
+    order, so a path that laid codes out otherwise would change the product's bits (issue 18 §1).
+    Swept over the scaling paths, recipes with per-tensor, per-row, 1x128, 128x128 and MX blocks,
+    three shapes (one row, full and partial 128-blocks) and both layouts, and through a transpose.
+    """
+    from fp8lab.gemm.decode import transposed_layout
+    recipe = LAYOUT_RECIPES[ri]
+    for shape in ((1, 256), (96, 256), (200, 384)):
+        base = torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)))
+        for x in (base, base.t().contiguous().t()):
+            fresh = DelayedScaling() if isinstance(recipe, DelayedScaling) else recipe
+            with fl.force_scaling_path(path):
+                q = fl.quantize_tensor(x, E4, fresh, state=fresh.new_state() if fresh.stateful else None)
+            want_t = transposed_layout(x)
+            assert transposed_layout(q.codes) == want_t and (want_t or q.codes.is_contiguous()), (path, shape)
+            qt = q.transpose()
+            assert transposed_layout(qt.codes) == (not want_t and shape[0] > 1), (path, shape)
+            assert torch.equal(qt.values(), q.values().t())
+            assert transposed_layout(qt.values()) == transposed_layout(qt.codes)

@@ -156,12 +156,21 @@ def decode_table(fmt: "str | Format") -> np.ndarray:
 def decode_tensor(codes, fmt: "str | Format", out=None):
     """:func:`decode` for a torch tensor of codes, into the int32 buffer ``out`` where the path allows it.
 
+    The values keep the codes' layout where it is a transposed matrix (a view of a contiguous one,
+    as ``QTensor.transpose`` gives): decoded from the contiguous base and seen transposed, with no
+    copy of the codes. A GEMM's operand then has one layout whichever path made its values.
+
     >>> import torch
     >>> decode_tensor(torch.tensor([[56]], dtype=torch.uint8), "e4m3").tolist()
     [[1.0]]
+    >>> v = decode_tensor(torch.tensor([[56, 64], [72, 80]], dtype=torch.uint8).t(), "e4m3")
+    >>> v.tolist(), v.stride()
+    ([[1.0, 4.0], [2.0, 8.0]], (1, 2))
     """
     fmt = get_format(fmt)
     _check_codes(codes, fmt, TORCH)
+    if codes.ndim == 2 and not codes.is_contiguous() and codes.t().is_contiguous():
+        return decode_tensor(codes.t(), fmt, out=out).t()
     flat = codes.reshape(-1)
     return dispatch(flat, _torch_request("decode", flat, fmt), out=out).reshape(codes.shape)
 

@@ -19,7 +19,7 @@ from ..codec.backend import torch
 from ..qtensor import QTensor
 from .accumulator import Accumulator
 from .checks import parse_out_dtype, prepare
-from .decode import contiguous_values
+from .decode import values_like_codes
 from .emulated import exact_values, limited
 from .native import native
 
@@ -50,7 +50,7 @@ def _exact_held(p, qa: QTensor, qb: QTensor, consume: tuple[bool, bool]):
         for i, q in enumerate((qa, qb)):
             h = q.held_values()
             if h is not None and (not h[1] or p.n_kblocks > 1):
-                vals[i], deq[i], used[i] = contiguous_values(h[0]), h[1], True
+                vals[i], deq[i], used[i] = values_like_codes(h[0], q.codes), h[1], True
     out = exact_values(p, vals[0], vals[1], consume=(consume[0] and used[0], consume[1] and used[1]),
                        dequantized=(deq[0], deq[1]))
     for q, c, u in zip((qa, qb), consume, used):

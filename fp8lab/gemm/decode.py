@@ -21,7 +21,8 @@ from ..codec.paths import path_policy
 from ..codec.shift import shift_decodable, shift_decode
 from ..formats import Format
 
-__all__ = ["fast_decode", "shift_decodable", "decode_values", "workspace", "release_workspace", "contiguous_values"]
+__all__ = ["fast_decode", "shift_decodable", "decode_values", "workspace", "release_workspace", "values_like_codes",
+           "transposed_layout"]
 
 _local = threading.local()
 
@@ -67,17 +68,44 @@ def decode_values(codes, fmt: Format, slot: str | None = None):
 fast_decode = shift_decode  #: the GEMM's name for :func:`fp8lab.codec.shift.shift_decode`
 
 
-def contiguous_values(v):
-    """``v`` laid out contiguously; a transposed float32 CPU matrix by the C kernels' tiled copy (faster than torch's here).
-
-    Every operand reaches the GEMM's matmul contiguous, whichever path made it: a BLAS may sum in
-    an order that depends on the operands' layout (MKL does for 1 to 3 rows, up to 10 ulp apart),
-    so one layout is what makes the paths agree bit for bit.
+def transposed_layout(t) -> bool:
+    """Whether the matrix ``t`` is laid out transposed: a transposed view of a contiguous matrix (not contiguous itself).
 
     >>> import torch
-    >>> contiguous_values(torch.tensor([[1.0, 2.0]]).t()).is_contiguous()
+    >>> transposed_layout(torch.zeros(2, 3).t()), transposed_layout(torch.zeros(2, 3)), transposed_layout(torch.zeros(1, 3).t())
+    (True, False, False)
+    """
+    return t.ndim == 2 and not t.is_contiguous() and t.t().is_contiguous()
+
+
+def values_like_codes(v, codes):
+    """``v`` laid out as ``codes`` are: contiguous, or a transposed view of a contiguous matrix.
+
+    Every operand reaches the GEMM's matmul in its codes' layout, whichever path made its values
+    (held from the cast, or decoded here, which keeps the codes' layout): a BLAS may sum in an
+    order that depends on the operands' layout (MKL does for 1 to 3 rows, up to 10 ulp apart), so
+    one layout per operand is what makes the paths agree bit for bit. The layout follows the
+    codes, so a transposed QTensor (a view) costs no copy. A copy is made only where ``v`` differs,
+    a float32 CPU matrix by the C kernels' tiled copy (faster than torch's here).
+
+    >>> import torch
+    >>> codes = torch.zeros(3, 2, dtype=torch.uint8).t()
+    >>> v = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    >>> w = values_like_codes(v, codes); w.tolist() == v.tolist(), w.stride()
+    (True, (1, 2))
+    >>> values_like_codes(v.t(), codes.t()).is_contiguous()
     True
     """
+    want_t = transposed_layout(codes)
+    if transposed_layout(v) == want_t and (want_t or v.is_contiguous()):
+        return v
+    if want_t:
+        return _contiguous(v.t()).t()
+    return _contiguous(v)
+
+
+def _contiguous(v):
+    """A contiguous copy of ``v`` (``v`` itself if it is); a transposed float32 CPU matrix by the C kernels' tiled copy."""
     if v.is_contiguous():
         return v
     if v.ndim == 2 and v.is_cpu and v.dtype == torch.float32 and v.t().is_contiguous() and \

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any
 
 import numpy as np
@@ -106,6 +108,23 @@ def _warn_if_graph_cut(x: Any) -> None:
                   "Use fp8lab.nn (Fp8Linear, convert) for FP8 layers that train.", UserWarning, stacklevel=3)
 
 
+def _laid_out_as(q: QTensor, x: Any) -> QTensor:
+    """``q`` with its torch codes in ``x``'s layout (a transposed matrix gives transposed codes), as the fast paths give them.
+
+    The GEMM reads an operand's values in its codes' layout (``fp8lab.gemm.decode.values_like_codes``),
+    so every path must lay the codes out alike for the products to agree bit for bit.
+    """
+    if not (is_torch(x) and is_torch(q.codes) and x.ndim == 2):
+        return q
+    want_t = not x.is_contiguous() and x.t().is_contiguous()
+    c = q.codes
+    if want_t and c.is_contiguous() and not c.t().is_contiguous():
+        return dataclasses.replace(q, codes=c.t().contiguous().t())
+    if not want_t and not c.is_contiguous():
+        return dataclasses.replace(q, codes=c.contiguous())
+    return q
+
+
 def quantize_tensor(x: Any, fmt: "str | Format | None" = None, recipe: "Recipe | str | None" = None, *,
                     state: Any = None, keep_values: str | None = None) -> QTensor:
     """Quantize ``x`` (numpy or torch, any shape) to ``fmt`` with a scaling ``recipe``, returning a QTensor.
@@ -157,7 +176,7 @@ def quantize_tensor(x: Any, fmt: "str | Format | None" = None, recipe: "Recipe |
     xf = _as_float(x)
     kw = {"state": state} if recipe.stateful else {}
     if xf.ndim > 0:
-        return recipe.quantize(xf, fmt, **kw)
+        return _laid_out_as(recipe.quantize(xf, fmt, **kw), x)
     q = recipe.quantize(xf.reshape(1), fmt, **kw)  # a 0-d input is quantized as one element
     zp = q.zero_point.reshape(()) if q.zero_point is not None else None
     return QTensor(q.codes.reshape(()), q.scales.reshape(()), q.format, scaling=q.scaling, block=(),
