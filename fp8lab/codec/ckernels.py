@@ -129,7 +129,7 @@ def _bind(lib: Any) -> Any:
     lib.fp8lab_block_amax.restype = i64
     lib.fp8lab_table_decode.argtypes = [ptr, i64, ptr, ptr]
     lib.fp8lab_table_decode.restype = None
-    lib.fp8lab_flush_count.argtypes = [ptr, ptr, i64, ptr, ptr]
+    lib.fp8lab_flush_count.argtypes = [ptr, ptr, i64, ctypes.c_uint32, ptr]
     lib.fp8lab_flush_count.restype = None
     lib.fp8lab_transpose_f32.argtypes = [ptr, i64, i64, ptr]
     lib.fp8lab_transpose_f32.restype = None
@@ -288,11 +288,19 @@ def table_decode(codes: Any, fmt: Format, out: Any = None) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
-def _zero_table(fmt: Format) -> Any:
-    table = np.zeros(256, dtype=np.uint8)
+def _zero_mask(fmt: Format) -> int | None:
+    """The mask whose zero test finds exactly ``fmt``'s zero codes (all but the sign bit: +0 and -0; all bits: 0 alone), else None.
+
+    >>> from fp8lab.registry import get_format
+    >>> [_zero_mask(get_format(f)) for f in ("e4m3", "e5m2fnuz", "fp6_e3m2", "int8")]
+    [127, 255, 31, 255]
+    """
     values = code_values(fmt)
-    table[: len(values)] = values == 0
-    return table
+    zeros = {int(c) for c in np.flatnonzero(values == 0)}
+    for mask in ((1 << (fmt.bits - 1)) - 1, (1 << fmt.bits) - 1):
+        if zeros == {c for c in range(len(values)) if c & mask == 0}:
+            return mask
+    return None
 
 
 def flush_count(x: Any, codes: Any, fmt: Format) -> tuple[int, int]:
@@ -309,8 +317,13 @@ def flush_count(x: Any, codes: Any, fmt: Format) -> tuple[int, int]:
     if lib is None or fmt.bits > 8 or not (_ok(x, torch.float32) and _ok(codes, torch.uint8)) or x.shape != codes.shape:
         raise ValueError(f"flush_count takes a contiguous float32 CPU tensor and its contiguous uint8 codes of one shape "
                          f"({reason() or 'kernels available'})")
+    mask = _zero_mask(fmt)
+    if mask is None:  # zero codes no mask picks out (no 8-bit format of the registry has such): count them in torch
+        nz = x != 0
+        zero = torch.from_numpy(code_values(fmt) == 0)[codes.long()]
+        return int(nz.sum()), int((nz & zero).sum())
     counts = np.zeros(2, dtype=np.int64)
-    lib.fp8lab_flush_count(x.data_ptr(), codes.data_ptr(), x.numel(), _zero_table(fmt).ctypes.data, counts.ctypes.data)
+    lib.fp8lab_flush_count(x.data_ptr(), codes.data_ptr(), x.numel(), mask, counts.ctypes.data)
     return int(counts[0]), int(counts[1])
 
 
