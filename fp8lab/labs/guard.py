@@ -24,6 +24,8 @@ Forbidden and allowed names: ``"fp8lab"`` is a module and everything in it; ``"t
 is attributes of a module (``*`` matches any ending); ``allow=("fp8lab:quantize",)`` exempts one
 object, and whatever it calls internally.
 
+Its messages are in English and Chinese in one string (:mod:`fp8lab.labs.messages`).
+
 >>> def double(x):
 ...     return 2 * x
 >>> with no_shortcut(double) as f:
@@ -53,6 +55,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
+
+from .messages import Text, joined, noted, phrase, say
 
 __all__ = ["no_shortcut", "ShortcutError", "Policy", "DEFAULT_FORBID", "TAMPER_NAMES", "find_shortcuts"]
 
@@ -119,11 +123,16 @@ class Policy:
         return None
 
     def forbidden_text(self) -> str:
-        """The policy in words, for messages."""
+        """The policy in words, for messages (a :class:`~fp8lab.labs.messages.Text` when something is allowed).
+
+        >>> Policy.of(["fp8lab"], allow=["fp8lab:quantize"]).forbidden_text().zh
+        'fp8lab（允许：fp8lab.quantize）'
+        """
         parts = list(self.modules) + [f"{m}.{p}" for m, p in self.attributes]
         text = ", ".join(parts)
         if self.allow_modules or self.allow_attributes:
-            text += " (allowed: " + ", ".join(list(self.allow_modules) + [f"{m}.{p}" for m, p in self.allow_attributes]) + ")"
+            allowed = ", ".join(list(self.allow_modules) + [f"{m}.{p}" for m, p in self.allow_attributes])
+            return phrase("policy_allowed", forbidden=text, allowed=allowed)
         return text
 
 
@@ -175,7 +184,7 @@ def _object_name(obj: Any) -> str:
         return obj.__name__
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
     mod = _object_module(obj)
-    return f"{mod}.{name}" if name else f"a {type(obj).__name__} from {mod}"
+    return f"{mod}.{name}" if name else phrase("object_from", type=type(obj).__name__, module=mod)
 
 
 class _Walker:
@@ -186,10 +195,10 @@ class _Walker:
         self.home = home  # the student's globals (the notebook namespace)
         self.bad_ids = _attribute_objects(policy, policy.attributes)
         self.ok_ids = set(_attribute_objects(policy, policy.allow_attributes))
-        self.findings: list[str] = []
+        self.findings: list[Text] = []
         self.seen: set[int] = set()
 
-    def add(self, text: str) -> None:
+    def add(self, text: Text) -> None:
         if text not in self.findings:
             self.findings.append(text)
 
@@ -203,11 +212,11 @@ class _Walker:
             return _object_name(obj)
         return None
 
-    def value(self, obj: Any, via: str, depth: int = 0) -> None:
+    def value(self, obj: Any, via: Text, depth: int = 0) -> None:
         """Check one referenced value; recurse into the notebook's own functions and classes."""
         bad = self.forbidden_object(obj)
         if bad:
-            self.add(f"{bad} ({via})")
+            self.add(noted(bad, via))
             return
         if depth > 2 or id(obj) in self.seen:
             return
@@ -233,7 +242,7 @@ class _Walker:
             return
         self.seen.add(id(obj))
         if isinstance(obj, types.MethodType):
-            self.value(obj.__func__, "a bound method")
+            self.value(obj.__func__, phrase("via_bound_method"))
             return
         if isinstance(obj, types.FunctionType):
             if obj.__globals__ is not self.home:
@@ -269,7 +278,7 @@ class _Walker:
                 if (isinstance(val, types.ModuleType) and nxt is not None and nxt.opname in ("LOAD_ATTR", "LOAD_METHOD")
                         and id(getattr(val, str(nxt.argval), None)) in self.ok_ids):
                     continue  # an allowed attribute of a forbidden module, such as fl.quantize
-                self.value(val, f"through the global name {op.argval!r}")
+                self.value(val, phrase("via_global", name=repr(op.argval)))
             for n in code.co_names:
                 self.name(n, name, imported=n not in g)
             for const in code.co_consts:
@@ -280,21 +289,21 @@ class _Walker:
                 val = cell.cell_contents
             except ValueError:  # an empty cell
                 continue
-            self.value(val, f"the closure variable {fn.__code__.co_freevars[i]!r} of {name}")
+            self.value(val, phrase("via_closure", var=repr(fn.__code__.co_freevars[i]), function=name))
         for val in list(fn.__defaults__ or ()) + list((fn.__kwdefaults__ or {}).values()):
-            self.value(val, f"a default argument of {name}")
+            self.value(val, phrase("via_default", function=name))
 
     def name(self, n: str, where: str, imported: bool) -> None:
         """Check a name the code uses as an attribute, an import or a global (globals are resolved above)."""
         if n in TAMPER_NAMES:
-            self.add(f"{n!r} (in {where}: it could reach code without naming it)")
+            self.add(phrase("found_tamper", name=repr(n), function=where))
             return
         attr = self.policy.attribute_forbidden(n)
         if attr:
-            self.add(f"{attr} (the name {n!r} in {where})")
+            self.add(phrase("found_name", ref=attr, name=repr(n), function=where))
             return
         if imported and self.policy.module_forbidden(n):
-            self.add(f"{n} (imported in {where})")
+            self.add(phrase("found_import", ref=n, function=where))
 
     def string(self, s: str, where: str) -> None:
         if len(s) > 64:
@@ -302,10 +311,10 @@ class _Walker:
         for mod in self.policy.modules:
             if s == mod or s.startswith(mod + "."):
                 if self.policy.module_forbidden(s):
-                    self.add(f"{s} (the string {s!r} in {where})")
+                    self.add(phrase("found_string", ref=s, text=repr(s), function=where))
         attr = self.policy.attribute_forbidden(s)
         if attr:
-            self.add(f"{attr} (the string {s!r} in {where})")
+            self.add(phrase("found_string", ref=attr, text=repr(s), function=where))
 
 
 def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
@@ -315,15 +324,16 @@ def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
             yield from _codes(const)
 
 
-def find_shortcuts(fn: Callable[..., Any], policy: Policy | None = None) -> list[str]:
-    """The forbidden references reachable from ``fn``, in words (empty when there are none).
+def find_shortcuts(fn: Callable[..., Any], policy: Policy | None = None) -> list[Text]:
+    """The forbidden references reachable from ``fn``, in words (empty when there are none), each in
+    English and Chinese (a :class:`~fp8lab.labs.messages.Text`: ``.en``, ``.zh``).
 
     >>> import math
     >>> find_shortcuts(lambda x: math.floor(x))
     []
     >>> import ml_dtypes, numpy as np
-    >>> find_shortcuts(lambda x: np.float32(x).astype(ml_dtypes.bfloat16))
-    ["ml_dtypes (through the global name 'ml_dtypes')"]
+    >>> [(f.en, f.zh) for f in find_shortcuts(lambda x: np.float32(x).astype(ml_dtypes.bfloat16))]
+    [("ml_dtypes (through the global name 'ml_dtypes')", "ml_dtypes（通过全局名称 'ml_dtypes'）")]
     """
     policy = policy or Policy.of()
     home = getattr(fn, "__globals__", None)
@@ -333,7 +343,7 @@ def find_shortcuts(fn: Callable[..., Any], policy: Policy | None = None) -> list
     if home is None:
         home = sys.modules["__main__"].__dict__
     w = _Walker(policy, home)
-    w.value(fn, "the function itself")
+    w.value(fn, phrase("via_itself"))
     return w.findings
 
 
@@ -388,7 +398,7 @@ class _Watch:
         code = frame.f_code
         mod = frame.f_globals.get("__name__", "?")
         self.hit = self.hit or f"{mod}.{code.co_name}"
-        raise ShortcutError(f"called {mod}.{code.co_name}, which this task asks you to implement yourself")
+        raise ShortcutError(say("called_forbidden", ref=f"{mod}.{code.co_name}"))
 
 
 @contextlib.contextmanager
@@ -418,7 +428,7 @@ def _torch_mode(policy: Policy) -> Iterator[list[str]]:
             bad = scan(args) or scan(kwargs.values())
             if bad:
                 hits.append(bad)
-                raise ShortcutError(f"{getattr(func, '__name__', func)} with {bad}: this task asks you to do the cast yourself")
+                raise ShortcutError(say("cast_forbidden", func=getattr(func, "__name__", func), ref=bad))
             return func(*args, **kwargs)
 
     with Refuse():
@@ -465,7 +475,7 @@ class no_shortcut(contextlib.AbstractContextManager):  # noqa: N801 - used like 
         self.fn = fn
         self.policy = Policy.of(forbid, allow)
         self._forbid, self._allow = (list(forbid) if forbid is not None else None), list(allow)
-        self.name = getattr(fn, "__name__", None) or f"a {type(fn).__name__} object"
+        self.name = getattr(fn, "__name__", None) or phrase("an_object", type=type(fn).__name__)
         self._stack: contextlib.ExitStack | None = None
 
     def __enter__(self) -> Callable[..., Any]:
@@ -474,9 +484,8 @@ class no_shortcut(contextlib.AbstractContextManager):  # noqa: N801 - used like 
             return self.fn.guarded(self._forbid, self._allow)
         found = find_shortcuts(self.fn, self.policy)
         if found:
-            raise ShortcutError(
-                f"{self.name} may not use {'; '.join(found)}; this task asks you to implement it yourself "
-                f"(not allowed here: {self.policy.forbidden_text()})")
+            raise ShortcutError(say("may_not_use", name=self.name, found=joined(found),
+                                    policy=self.policy.forbidden_text()))
         bad, ok = _forbidden_codes(self.policy)
         self._watch = _Watch(bad, ok)
         stack = contextlib.ExitStack()
@@ -501,6 +510,6 @@ class no_shortcut(contextlib.AbstractContextManager):  # noqa: N801 - used like 
         self._stack.__exit__(None, None, None)
         hit = self._watch.hit or (self._torch_hits[0] if self._torch_hits else None)
         if hit:
-            raise ShortcutError(f"{self.name} {'called ' + hit if self._watch.hit else 'used ' + hit} while its tests ran; "
-                                f"this task asks you to implement it yourself (not allowed here: {self.policy.forbidden_text()})")
+            raise ShortcutError(say("called_while_tests_ran" if self._watch.hit else "used_while_tests_ran",
+                                    name=self.name, ref=hit, policy=self.policy.forbidden_text()))
         return False

@@ -30,6 +30,7 @@ from .._optional import require
 require("nbgrader", "fp8lab's nbgrader preprocessors")  # an ImportError that names the extra, if it is missing
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from .messages import say
 from .scan import Cell, Finding, scan
 
 __all__ = ["notebook_cells", "mark_shortcuts", "task_of_test", "shorten_hidden_tracebacks", "ShortcutScan",
@@ -94,10 +95,10 @@ def mark_shortcuts(nb: Any) -> tuple[Any, list[Finding]]:
         if not t or not per_task.get(t):
             continue
         lines = [f.describe() for f in per_task[t]]
-        header = [f"{MARK} the source scan refused this submission's code, so this test cell scores zero:"]
+        header = [f"{MARK} {say('scan_refused')}"]
         header += [f"#   {line}" for line in lines]
         why = "; ".join(lines)
-        header.append(f"raise AssertionError({('shortcut or tampering found by the grader: ' + why)!r})")
+        header.append(f"raise AssertionError({str(say('shortcut_found', why=why))!r})")
         c["source"] = "\n".join(header) + "\n" + c.get("source", "")
     return nb, findings
 
@@ -157,7 +158,7 @@ def clear_hidden_tests(nb: Any) -> Any:
     ...                               metadata={"nbgrader": {"grade": True, "solution": False, "grade_id": "hidden_f"}})
     >>> s = nbformat.v4.new_code_cell("# ### BEGIN HIDDEN TESTS", metadata={"nbgrader": {"solution": True}})
     >>> [c.source for c in clear_hidden_tests(nbformat.v4.new_notebook(cells=[t, s])).cells]
-    ['a = 1\\n# (hidden tests: run by the grader, not shown)', '# ### BEGIN HIDDEN TESTS']
+    ['a = 1\\n# (hidden tests: run by the grader, not shown) / （隐藏测试：由评分程序运行，不显示）', '# ### BEGIN HIDDEN TESTS']
     """
     for c in nb.cells:
         m = _meta(c)
@@ -167,7 +168,7 @@ def clear_hidden_tests(nb: Any) -> Any:
         for line in c.get("source", "").split("\n"):
             if BEGIN_HIDDEN in line:
                 if not hidden:
-                    out.append("# (hidden tests: run by the grader, not shown)")
+                    out.append(f"# {say('hidden_tests_left_out')}")
                 hidden = True
             elif END_HIDDEN in line and hidden:
                 hidden = False
