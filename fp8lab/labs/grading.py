@@ -14,6 +14,10 @@ Every step is one function (and one ``fp8lab labs`` command):
 4. :func:`feedback` - ``nbgrader generate_feedback``: one HTML page per student in ``.grading/feedback/``
    (hidden test code is left out; the failure messages say what was expected and what came back).
 5. :func:`export` - ``nbgrader export`` to a CSV of totals, plus a CSV of points per task.
+
+What a student or an instructor reads of a submission (why it is ungradeable, the export's
+``reason`` column, a test cell that wrote to stderr) is in English and Chinese in one string
+(:mod:`fp8lab.labs.messages`); the statuses themselves (:data:`STATUSES`) are the CSV's codes.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Sequence
 
 from .catalog import Lab, get_lab, list_labs
 from .course import COURSE_ID, Course, NbgraderError, copy_course, main_course, run_nbgrader, scratch_course
+from .messages import phrase, say, text_of
 from .sandbox import UNSAFE_ENV, sandbox_problem
 
 __all__ = ["generate", "collect", "autograde", "feedback", "export", "task_scores", "GradingReport",
@@ -216,13 +221,13 @@ def stage_submission(src: pathlib.Path, release: pathlib.Path, dest: pathlib.Pat
 
     size = pathlib.Path(src).stat().st_size if pathlib.Path(src).is_file() else 0
     if size > MAX_NOTEBOOK_BYTES:
-        raise ValueError(f"a {size // 2**20} MiB file: a submitted notebook may have {MAX_NOTEBOOK_BYTES // 2**20} MiB at most")
+        raise ValueError(say("file_too_big", size=size // 2**20, limit=MAX_NOTEBOOK_BYTES // 2**20))
     try:
         raw = json.loads(pathlib.Path(src).read_bytes().decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise ValueError(f"not a readable notebook ({type(err).__name__}: {str(err)[:120]})") from None
+        raise ValueError(say("unreadable_notebook", error=f"{type(err).__name__}: {str(err)[:120]}")) from None
     if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
-        raise ValueError("not a Jupyter notebook (no list of cells)")
+        raise ValueError(say("no_cells_list"))
     nb, notes = normalise(nbformat.read(str(release), as_version=4), raw)
     dest.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(dest))
@@ -345,7 +350,7 @@ def autograde(lab_name: str, *, jobs: int = 1, seed: int | None = None, timeout:
                 notes = stage_submission(course.submitted(s, lab.name), release,
                                          pathlib.Path(tmp) / "staged" / s / lab.name / f"{lab.name}.ipynb")
             except ValueError as err:
-                report.failed[s] = f"ungradeable: {err}"
+                report.failed[s] = say("ungradeable", why=text_of(err))
                 _zero_submission(course, lab.name, s)
                 continue
             report.findings[s] = notes + _scan_findings(pathlib.Path(tmp) / "staged" / s / lab.name / f"{lab.name}.ipynb")
@@ -374,7 +379,7 @@ def autograde(lab_name: str, *, jobs: int = 1, seed: int | None = None, timeout:
                     report.findings[s] = report.findings.get(s, []) + _sandbox_findings(w, lab.name, s)
                     merge_submission(w, course, lab.name, s, flagged=bool(report.findings[s]))
                 else:
-                    report.failed[s] = "ungradeable: " + _failure(log, s)
+                    report.failed[s] = say("ungradeable", why=_failure(log, s))
                     _zero_submission(course, lab.name, s)
     report.findings = {s: f for s, f in report.findings.items() if f}
     report.scores = {s: v for s, v in task_scores(lab.name, course).items() if s in todo}
@@ -404,7 +409,7 @@ def _scan_findings(notebook: pathlib.Path) -> list[str]:
     try:
         return [f"scan: {f.describe()}" for f in scan(notebook_cells(nbformat.read(str(notebook), as_version=4)))]
     except Exception as err:  # noqa: BLE001 - the scan informs; it never stops grading
-        return [f"scan could not run: {type(err).__name__}"]
+        return [say("scan_could_not_run", error=type(err).__name__)]
 
 
 def _sandbox_findings(course: Course, lab: str, student: str) -> list[str]:
@@ -437,7 +442,7 @@ def _save_report(course: Course, report: GradingReport, graded: Sequence[str]) -
 
 def _failure(log: str, student: str) -> str:
     lines = [ln for ln in log.splitlines() if "ERROR" in ln or "Error" in ln or "ran past" in ln]
-    return f"grading {student} did not finish: " + (" | ".join(lines[-3:]) if lines else "see the nbgrader log")
+    return phrase("did_not_finish", student=student, lines=" | ".join(lines[-3:]) if lines else phrase("see_log"))
 
 
 def _zero_submission(course: Course, lab: str, student: str) -> None:
@@ -506,7 +511,7 @@ def cell_messages(notebook: pathlib.Path | str) -> dict[str, list[str]]:
             if o.get("output_type") == "error":
                 msgs.append(f"{o.get('ename')}: {o.get('evalue')}".rstrip(": "))
             elif o.get("output_type") == "stream" and o.get("name") == "stderr":
-                msgs.append("wrote to stderr (nbgrader scores that as a failure): " + o.get("text", "")[:300])
+                msgs.append(say("wrote_stderr", text=o.get("text", "")[:300]))
         out[m.get("grade_id", "?")] = msgs
     return out
 
@@ -581,7 +586,7 @@ def export_rows(course: Course | None = None) -> list[dict[str, str]]:
                 try:
                     sub = gb.find_submission(lab.name, student)
                 except MissingEntry:
-                    rows.append({**row, "status": "not submitted", "reason": "no submission collected"})
+                    rows.append({**row, "status": "not submitted", "reason": say("no_submission")})
                     continue
                 row["score"] = _num(float(sub.score))
                 entry = report.get(student, {})
@@ -590,13 +595,23 @@ def export_rows(course: Course | None = None) -> list[dict[str, str]]:
                     status, reason = "ungradeable", entry["ungradeable"]
                 elif late > 0:
                     status = "late"
-                    reason = f"{_num(round(late))} s after the due date; late penalty {_num(float(sub.late_submission_penalty or 0))}"
+                    reason = say("late", seconds=_num(round(late)), penalty=_num(float(sub.late_submission_penalty or 0)))
                 elif any(nb.flagged for nb in sub.notebooks) or entry.get("findings"):
-                    status, reason = "flagged", "; ".join(entry.get("findings", [])[:5]) or "flagged in the formgrader"
+                    status = "flagged"
+                    reason = "; ".join(entry.get("findings", [])[:5]) or say("flagged_formgrader")
                 else:
                     status, reason = "graded", ""
-                rows.append({**row, "status": status, "reason": " ".join(reason.split())[:500]})
+                rows.append({**row, "status": status, "reason": _one_line(reason)})
     return rows
+
+
+def _one_line(reason: str, limit: int = 1000) -> str:
+    """A reason on one line (a message's Chinese block follows its English after a space), cut at ``limit``.
+
+    >>> _one_line("f: 1 of 2 values differ; the first:\\n  at [1]: expected 2, got 3\\n中文：f：2 个数值中有 1 个不同")
+    'f: 1 of 2 values differ; the first: at [1]: expected 2, got 3 中文：f：2 个数值中有 1 个不同'
+    """
+    return " ".join(str(reason).split())[:limit]
 
 
 def _read_report(course: Course, lab: str) -> dict:

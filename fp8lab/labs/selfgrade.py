@@ -12,6 +12,10 @@ instead with the notebook's own visible test cells (as released: nbgrader's chec
 one) and the random cases shipped in :mod:`fp8lab.labs.cases`, through the same sandbox and wire
 (:func:`fp8lab.labs.harness.grade_notebook`); each failure is labelled ``visible test`` or
 ``random case (seed S)``.
+
+What it prints is in English and Chinese (:mod:`fp8lab.labs.messages`): the summary line with the
+Chinese line under it, each failure as ``label: message`` in both languages, and the one line that
+says why an attempt cannot be graded.
 """
 
 from __future__ import annotations
@@ -28,12 +32,16 @@ from typing import Any, Sequence
 from .catalog import Lab, get_lab, list_labs
 from .course import NbgraderError
 from .grading import _per_student_limit, cell_messages, grade_in_scratch, prepare_scratch, stage_submission, task_scores
+from .messages import Text, joined, labelled, phrase, say, text_of
 from .sandbox import sandbox_problem
 
 __all__ = ["TaskResult", "SelfGrade", "grade_attempt", "lab_of", "check_attempt", "read_attempt", "grade_random",
            "has_solutions", "random_lab_of", "answer_problems"]
 
 LEARNER = "learner"
+
+#: the words of :attr:`SelfGrade.source` in both languages
+_SOURCES = {"hidden tests": "source_hidden", "visible tests and random cases": "source_random"}
 
 
 @dataclass(frozen=True)
@@ -72,17 +80,21 @@ class SelfGrade:
 
     >>> print(SelfGrade("01_decode_exmy", 3, (TaskResult("split_fields", "Split", 2.0, 2.0, ()),), 1.0).text())
     01_decode_exmy: 2 / 2 points (hidden tests, seed 3)
+    中文：01_decode_exmy：2 / 2 分（隐藏测试，种子 3）
     <BLANKLINE>
       ok   split_fields                2 / 2    Split
     >>> long = TaskResult("f", "F", 0.0, 1.0, ("visible test: " + "x" * 150,))
-    >>> print(SelfGrade("lab", 3, (long,), 1.0).text(width=60).split(chr(10), 2)[2])
+    >>> print(SelfGrade("lab", 3, (long,), 1.0).text(width=60).split(chr(10), 3)[3])
       FAIL f                           0 / 1    F
              visible test: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
                xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
                xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
                xxxxxxxxxxxxxxxxx
     """
-        lines = [f"{self.lab}: {_n(self.points)} / {_n(self.max_points)} points ({self.source}, seed {self.seed})", ""]
+        source = phrase(_SOURCES[self.source]) if self.source in _SOURCES else self.source
+        summary = say("summary", lab=self.lab, points=_n(self.points), max=_n(self.max_points), source=source,
+                      seed=self.seed)
+        lines = [*summary.splitlines(), ""]
         for t in self.tasks:
             mark = "ok  " if t.points == t.max_points else "FAIL"
             lines.append(f"  {mark} {t.id:<24} {_n(t.points):>4} / {_n(t.max_points):<4} {t.title}")
@@ -109,7 +121,7 @@ def lab_of(path: pathlib.Path) -> Lab:
     for candidate in (path.stem, path.parent.name):
         if candidate in names:
             return names[candidate]
-    raise ValueError(f"cannot tell which lab {path} is: name it <lab>.ipynb or pass --lab; the labs are {sorted(names)}")
+    raise ValueError(say("which_lab", path=path, labs=sorted(names)))
 
 
 def check_attempt(path: str | pathlib.Path, lab: Lab) -> None:
@@ -125,7 +137,7 @@ def check_attempt(path: str | pathlib.Path, lab: Lab) -> None:
     ...     check_attempt(fh.name, get_lab("01_decode_exmy"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: ... is not a Jupyter notebook: its JSON ends early at line 1 column 12
+    ValueError: ... is not a Jupyter notebook: its JSON ends early at line 1 column 12 / ...
     """
     read_attempt(path, lab.name, [t.id for t in lab.tasks])
 
@@ -136,36 +148,36 @@ def read_attempt(path: str | pathlib.Path, lab: str, task_ids: Sequence[str]) ->
     >>> read_attempt("no_such_file.ipynb", "01_decode_exmy", ["split_fields"])
     Traceback (most recent call last):
     ...
-    ValueError: no_such_file.ipynb is not a notebook file
+    ValueError: no_such_file.ipynb is not a notebook file / no_such_file.ipynb 不是笔记本文件
     """
     path = pathlib.Path(path)
     if path.is_dir():
-        raise ValueError(f"{path} is a folder, not a notebook file")
+        raise ValueError(say("is_folder", path=path))
     if not path.is_file():
-        raise ValueError(f"{path} is not a notebook file")
+        raise ValueError(say("not_notebook_file", path=path))
     try:
         data = path.read_bytes()
     except OSError as err:
-        raise ValueError(f"cannot read {path}: {err.strerror or err}") from None
+        raise ValueError(say("cannot_read", path=path, error=err.strerror or err)) from None
     if not data.strip():
-        raise ValueError(f"{path} is empty, not a Jupyter notebook")
+        raise ValueError(say("empty_file", path=path))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise ValueError(f"{path} is not a Jupyter notebook: not UTF-8 text (byte {err.start})") from None
+        raise ValueError(say("not_jupyter", path=path, why=phrase("not_utf8", byte=err.start))) from None
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as err:
-        what = "its JSON ends early" if err.pos >= len(text.rstrip()) else f"invalid JSON ({err.msg})"
-        raise ValueError(f"{path} is not a Jupyter notebook: {what} at line {err.lineno} column {err.colno}") from None
+        what = (phrase("json_ends_early", line=err.lineno, column=err.colno) if err.pos >= len(text.rstrip())
+                else phrase("json_invalid", error=err.msg, line=err.lineno, column=err.colno))
+        raise ValueError(say("not_jupyter", path=path, why=what)) from None
     except RecursionError:
-        raise ValueError(f"{path} is not a Jupyter notebook: its JSON is nested too deeply") from None
+        raise ValueError(say("not_jupyter", path=path, why=phrase("json_too_deep"))) from None
     if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list) or not isinstance(raw.get("nbformat"), int):
-        raise ValueError(f"{path} is not a Jupyter notebook: expected a JSON object with a 'cells' list and an "
-                         f"'nbformat' version, got {type(raw).__name__ if not isinstance(raw, dict) else 'keys ' + str(sorted(raw)[:5])}")
+        got = type(raw).__name__ if not isinstance(raw, dict) else "keys " + str(sorted(raw)[:5])
+        raise ValueError(say("not_jupyter", path=path, why=phrase("json_not_notebook", got=got)))
     if raw["nbformat"] != 4:
-        raise ValueError(f"{path} is a version {raw['nbformat']} notebook; the labs are version 4 notebooks "
-                         "(open and save it in JupyterLab)")
+        raise ValueError(say("old_nbformat", path=path, version=raw["nbformat"]))
     import nbformat
 
     try:
@@ -173,12 +185,12 @@ def read_attempt(path: str | pathlib.Path, lab: str, task_ids: Sequence[str]) ->
         nbformat.validate(nb)
     except Exception as err:  # noqa: BLE001 - nbformat raises several kinds; each means the same here
         first = str(getattr(err, "message", "") or err).strip().splitlines()
-        raise ValueError(f"{path} is not a valid Jupyter notebook: {first[0][:200] if first else type(err).__name__}") from None
+        raise ValueError(say("invalid_notebook", path=path, error=first[0][:200] if first else type(err).__name__)) from None
     ids = set(task_ids)
     found = {(c.get("metadata", {}).get("nbgrader") or {}).get("grade_id") for c in nb.cells}
     if not ids & found:
-        raise ValueError(f"{path} has none of the answer cells of {lab} (cells with grade_id "
-                         f"{', '.join(sorted(ids))}): start from exercises/{lab}/{lab}.ipynb")
+        raise ValueError(say("no_answer_cells", path=path, lab=lab, ids=", ".join(sorted(ids)),
+                             exercise=f"exercises/{lab}/{lab}.ipynb"))
     return nb
 
 
@@ -189,11 +201,11 @@ def grade_attempt(notebook: str | pathlib.Path, *, lab: str | None = None, seed:
     >>> grade_attempt("no_such_file.ipynb")
     Traceback (most recent call last):
     ...
-    ValueError: no_such_file.ipynb is not a notebook file
+    ValueError: no_such_file.ipynb is not a notebook file / no_such_file.ipynb 不是笔记本文件
     """
     path = pathlib.Path(notebook)
     if not path.is_file():
-        raise ValueError(f"{path} is {'a folder, ' if path.is_dir() else ''}not a notebook file")
+        raise ValueError(say("is_folder" if path.is_dir() else "not_notebook_file", path=path))
     the_lab = get_lab(lab) if lab else lab_of(path)
     check_attempt(path, the_lab)  # a malformed file is refused here, in one line, before nbgrader starts
     seed = secrets.randbits(63) if seed is None else int(seed)
@@ -204,7 +216,7 @@ def grade_attempt(notebook: str | pathlib.Path, *, lab: str | None = None, seed:
         try:
             stage_submission(path, release, course.submitted(LEARNER, the_lab.name))
         except ValueError as err:
-            raise ValueError(f"{path} cannot be graded: {err}") from None
+            raise ValueError(say("cannot_be_graded", path=path, why=text_of(err))) from None
         # your own code on your own machine: the sandbox is used where it can start, and not required
         log = grade_in_scratch(the_lab, course, [LEARNER], seed=seed, wall_limit=_per_student_limit(the_lab, course),
                                unsafe_no_sandbox=sandbox_problem() is not None)
@@ -212,12 +224,12 @@ def grade_attempt(notebook: str | pathlib.Path, *, lab: str | None = None, seed:
         graded = course.autograded(LEARNER, the_lab.name) / f"{the_lab.name}.ipynb"
         if scores is None or not graded.is_file():
             tail = "\n".join(log.splitlines()[-15:])
-            raise NbgraderError(f"nbgrader could not grade {path}:\n{tail}")
+            raise NbgraderError(f"{say('nbgrader_failed', path=path)}\n{tail}")
         messages = cell_messages(graded)
     results = []
     for t in the_lab.tasks:
-        msgs = tuple(f"{label}: {m}" for gid, label in ((f"test_{t.id}", "visible test"),
-                                                          (f"hidden_{t.id}", f"hidden tests (random cases, seed {seed})"))
+        msgs = tuple(str(labelled(label, m)) for gid, label in ((f"test_{t.id}", phrase("visible_test")),
+                                                                 (f"hidden_{t.id}", phrase("hidden_tests_seed", seed=seed)))
                      for m in messages.get(gid, []))
         results.append(TaskResult(t.id, t.title, scores[t.id], t.points, msgs))
     return SelfGrade(the_lab.name, seed, tuple(results), time.monotonic() - start)
@@ -253,7 +265,7 @@ def random_lab_of(path: pathlib.Path) -> str:
     for candidate in (path.stem, path.parent.name):
         if candidate in LABS:
             return candidate
-    raise ValueError(f"cannot tell which lab {path} is: name it <lab>.ipynb or pass --lab; the labs are {sorted(LABS)}")
+    raise ValueError(say("which_lab", path=path, labs=sorted(LABS)))
 
 
 def _nbg(cell: Any) -> dict:
@@ -271,13 +283,13 @@ def _edited(cell: Any) -> bool:
     return not want or compute_checksum(cell) != want  # a locked cell without a checksum was not released
 
 
-def answer_problems(nb: Any, lab: str) -> list[str]:
+def answer_problems(nb: Any, lab: str) -> list[Text]:
     """Why the notebook cannot be graded: an answer cell missing, with a syntax error, or not defining its function.
 
     >>> import nbformat
     >>> cell = nbformat.v4.new_code_cell("def split_fields(c, e, m):\\n    return (0, 0", metadata={"nbgrader":
     ...     {"solution": True, "grade": False, "grade_id": "split_fields"}})
-    >>> answer_problems(nbformat.v4.new_notebook(cells=[cell]), "01_decode_exmy")[:2]
+    >>> [p.en for p in answer_problems(nbformat.v4.new_notebook(cells=[cell]), "01_decode_exmy")[:2]]
     ["the answer cell of split_fields has a syntax error at line 2: '(' was never closed", 'no answer cell for decode_finite']
     """
     import ast
@@ -294,17 +306,17 @@ def answer_problems(nb: Any, lab: str) -> list[str]:
     problems = []
     for t in lab_table(lab)["tasks"]:
         if t["id"] not in cells:
-            problems.append(f"no answer cell for {t['id']}")
+            problems.append(phrase("no_answer_for", task=t["id"]))
             continue
         try:
             ast.parse(strip_magics(cells[t["id"]]))
         except SyntaxError as err:
-            problems.append(f"the answer cell of {t['id']} has a syntax error at line {err.lineno}: {err.msg}")
+            problems.append(phrase("answer_syntax_error", task=t["id"], line=err.lineno, error=err.msg))
             continue
         defined.update(answer_names(cells[t["id"]]))
     for t in lab_table(lab)["tasks"]:
-        if t["id"] in cells and not any(t["id"] in p for p in problems) and t["id"] not in defined:
-            problems.append(f"no answer cell defines the function {t['id']}")
+        if t["id"] in cells and not any(t["id"] in p.en for p in problems) and t["id"] not in defined:
+            problems.append(phrase("no_function", task=t["id"]))
     return problems
 
 
@@ -329,24 +341,24 @@ def grade_random(notebook: str | pathlib.Path, *, lab: str | None = None, seed: 
     >>> grade_random("no_such_file.ipynb")
     Traceback (most recent call last):
     ...
-    ValueError: no_such_file.ipynb is not a notebook file
+    ValueError: no_such_file.ipynb is not a notebook file / no_such_file.ipynb 不是笔记本文件
     """
     from .cases import lab_table
     from .harness import answer_names, cell_kind, grade_notebook
 
     path = pathlib.Path(notebook)
     if not path.is_file():
-        raise ValueError(f"{path} is {'a folder, ' if path.is_dir() else ''}not a notebook file")
+        raise ValueError(say("is_folder" if path.is_dir() else "not_notebook_file", path=path))
     name = lab or random_lab_of(path)
     table = lab_table(name)
     nb = read_attempt(path, name, [t["id"] for t in table["tasks"]])
     problems = answer_problems(nb, name)
     if problems:
-        raise ValueError(f"{path} cannot be graded: {'; '.join(problems)}")
+        raise ValueError(say("cannot_be_graded", path=path, why=joined(problems)))
     for c in nb.cells:
         if cell_kind(c) == "setup" and _edited(c):
-            raise ValueError(f"{path} cannot be graded: its locked cell {_nbg(c).get('grade_id')!r} was edited; "
-                             f"copy it back from exercises/{name}/{name}.ipynb")
+            why = phrase("locked_cell_edited", cell=repr(_nbg(c).get("grade_id")), path=f"exercises/{name}/{name}.ipynb")
+            raise ValueError(say("cannot_be_graded", path=path, why=why))
     seed = secrets.randbits(63) if seed is None else int(seed)
     start = time.monotonic()
     ids = [t["id"] for t in table["tasks"]]
@@ -377,15 +389,17 @@ def grade_random(notebook: str | pathlib.Path, *, lab: str | None = None, seed: 
         if cell_kind(c) == "test":
             outcome[str(_nbg(c).get("grade_id"))] = [f"{o.get('ename')}: {o.get('evalue')}".rstrip(": ")
                                                      for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    exercise = f"exercises/{name}/{name}.ipynb"
     results = []
     for t in table["tasks"]:
-        visible = outcome.get(f"test_{t['id']}")
+        visible: list[str] | None = outcome.get(f"test_{t['id']}")
         if t["id"] in edited:
-            visible = [f"the test cell test_{t['id']} was edited; copy it back from exercises/{name}/{name}.ipynb"]
+            visible = [phrase("test_cell_edited", cell=f"test_{t['id']}", path=exercise)]
         elif visible is None:
-            visible = [f"the notebook has no test cell test_{t['id']}; copy it back from exercises/{name}/{name}.ipynb"]
-        random = outcome.get(f"random_{t['id']}", ["the random cases did not run"])
-        msgs = tuple([f"visible test: {m}" for m in visible] + [f"random case (seed {seed}): {m}" for m in random])
+            visible = [phrase("test_cell_missing", cell=f"test_{t['id']}", path=exercise)]
+        random = outcome.get(f"random_{t['id']}", [phrase("random_did_not_run")])
+        msgs = tuple([str(labelled(phrase("visible_test"), m)) for m in visible]
+                     + [str(labelled(phrase("random_case_seed", seed=seed), m)) for m in random])
         points = (0.0 if visible else t["visible"]) + (0.0 if random else t["random"])
         results.append(TaskResult(t["id"], t["title"], points, t["visible"] + t["random"], msgs))
     return SelfGrade(name, seed, tuple(results), time.monotonic() - start, source="visible tests and random cases")
