@@ -9,6 +9,7 @@ e5m2    57344
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any, Callable, Sequence
 
 __all__ = ["format_table", "cell"]
@@ -32,6 +33,15 @@ def cell(value: Any) -> str:
     return str(value)
 
 
+def _width(text: str) -> int:
+    """Columns ``text`` takes in a monospaced font: two for a wide (Chinese) character.
+
+    >>> _width("error"), _width("误差")
+    (5, 4)
+    """
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "",
                  specs: "Sequence[str] | None" = None, cell_text: "Callable[[Any], str] | None" = None) -> str:
     """Columns under a dashed rule: the one table printer of the CLI, the benchmarks and the notebooks.
@@ -39,6 +49,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: s
     ``align`` gives 'l' or 'r' per column, or is ``"auto"`` (columns whose cells are all numbers go
     right); ``specs`` gives a format spec per column (``".2f"``, ``","``, ``""`` for :func:`cell`)
     applied to non-string cells; ``cell_text`` replaces :func:`cell` for every cell without a spec.
+    Columns line up in a monospaced font with Chinese text too (a wide character counts two columns).
 
     >>> print(format_table(["a", "b"], [[1, 2.5]], align="lr"))
     a    b
@@ -59,11 +70,12 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: s
     if align == "auto":
         align = "".join("r" if rows and all(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) for r in rows)
                         else "l" for i in range(len(headers)))
-    widths = [max([len(h)] + [len(r[i]) for r in text]) for i, h in enumerate(headers)]
+    widths = [max([_width(h)] + [_width(r[i]) for r in text]) for i, h in enumerate(headers)]
     align = align.ljust(len(headers), "l")
 
     def line(cells: Sequence[str]) -> str:
-        out = [c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(cells, widths, align)]
+        pads = [" " * (w - _width(c)) for c, w in zip(cells, widths)]
+        out = [p + c if a == "r" else c + p for c, p, a in zip(cells, pads, align)]
         return "  ".join(out).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in text])
