@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 __all__ = ["FIGURES_TOML", "META_KEY", "FONT_FAMILY", "FigureCatalogue", "figure_catalogue", "catalogue_digest", "cjk_font",
-           "needs_translation", "translated_texts", "render_png", "edition_outputs", "install", "swap_figures"]
+           "use_cjk_font", "needs_translation", "translated_texts", "render_png", "edition_outputs", "install",
+           "swap_figures"]
 
 #: the catalogue of figure texts (English -> Chinese)
 FIGURES_TOML = Path(__file__).resolve().parents[2] / "notebooks" / "zh" / "figures.toml"
@@ -263,6 +264,33 @@ def _register(path: str) -> None:
     from matplotlib import font_manager
 
     font_manager.fontManager.addfont(path)
+
+
+def use_cjk_font(fig: Any) -> str | None:
+    """Give every text of ``fig`` that holds Chinese characters the CJK font as a fallback family; returns the
+    family, or None when no text has Chinese.
+
+    For figures drawn in Chinese from the start (texts chosen with :func:`fp8lab.lang.pick` in a Chinese
+    kernel); the font covers the catalogue's characters and the figure's own.
+
+    >>> import matplotlib; matplotlib.use("Agg"); from matplotlib.figure import Figure
+    >>> fig = Figure(); ax = fig.add_subplot(); _ = ax.set_title("尾数"); _ = ax.set_xlabel("x")
+    >>> family = use_cjk_font(fig)
+    >>> family.startswith(FONT_FAMILY), family in ax.title.get_fontfamily(), family in ax.xaxis.label.get_fontfamily()
+    (True, True, False)
+    """
+    from matplotlib.text import Text
+
+    texts = [t for t in fig.findobj(match=Text) if _CJK.search(t.get_text())]
+    if not texts:
+        return None
+    chars = "".join(sorted({c for t in texts for c in t.get_text() if _CJK.match(c)}))
+    family = cjk_font(figure_catalogue().characters() + chars)[1]  # one font while the catalogue holds them all
+    for t in texts:
+        fam = list(t.get_fontfamily())
+        if family not in fam:
+            t.set_fontfamily(fam + [family])
+    return family
 
 
 # --- rendering a figure in Chinese ------------------------------------------------------------------------------
