@@ -16,7 +16,7 @@ of calls to the submission's function is one round trip to the sandbox.
 >>> run_check("01_decode_exmy", "format_range", {"format_range": lambda e, m, b, s: (0.0, 0.0, 0.0)}, seed=7)
 Traceback (most recent call last):
 ...
-AssertionError: format_range(8, 23, 127, 'ieee') for float32[0]: expected 3.4028234663852886e+38, got 0.0
+AssertionError: format_range(8, 23, 127, 'ieee') for float32[0]: expected 3.4028234663852886e+38, got 0.0 / format_range(8, 23, 127, 'ieee') for float32[0]：期望 3.4028234663852886e+38，得到 0.0
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ AssertionError with the input, the expected value and what came back at the firs
 >>> split_fields(lambda *args, **kwargs: 0, np.random.default_rng(0))  # answers 0: refused
 Traceback (most recent call last):
 ...
-AssertionError: split_fields(0x0, 4, 3): expected (0, 0, 0), got 0 (expected 3 items, got int)
+AssertionError: split_fields(0x0, 4, 3): expected (0, 0, 0), got 0 (expected 3 items, got int) / split_fields(0x0, 4, 3)：期望 (0, 0, 0)，得到 0（期望 3 项，得到 int）
 """
 
 from __future__ import annotations

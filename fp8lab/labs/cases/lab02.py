@@ -8,7 +8,7 @@ AssertionError with the input, the expected value and what came back at the firs
 >>> bf16_truncate(lambda *args, **kwargs: 0, np.random.default_rng(0))  # answers 0: refused
 Traceback (most recent call last):
 ...
-AssertionError: bf16_truncate(x): expected shape (20016,), got shape () (0)
+AssertionError: bf16_truncate(x): expected shape (20016,), got shape () (0) / bf16_truncate(x)：期望形状 (20016,)，得到形状 ()（0）
 """
 
 from __future__ import annotations

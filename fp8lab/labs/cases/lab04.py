@@ -8,7 +8,7 @@ AssertionError with the input, the expected value and what came back at the firs
 >>> block_amax(lambda *args, **kwargs: 0, np.random.default_rng(0))  # answers 0: refused
 Traceback (most recent call last):
 ...
-AssertionError: block_amax(x of shape (2, 2), (1, 2)): expected shape (2, 1), got shape () (0)
+AssertionError: block_amax(x of shape (2, 2), (1, 2)): expected shape (2, 1), got shape () (0) / block_amax(x of shape (2, 2), (1, 2))：期望形状 (2, 1)，得到形状 ()（0）
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ AssertionError with the input, the expected value and what came back at the firs
 >>> floor_exponents(lambda *args, **kwargs: 0, np.random.default_rng(0))  # answers 0: refused
 Traceback (most recent call last):
 ...
-AssertionError: floor_exponents(amax, 448.0)  (float8_e4m3fn): expected shape (2966,), got shape () (0)
+AssertionError: floor_exponents(amax, 448.0)  (float8_e4m3fn): expected shape (2966,), got shape () (0) / floor_exponents(amax, 448.0)  (float8_e4m3fn)：期望形状 (2966,)，得到形状 ()（0）
 """
 
 from __future__ import annotations

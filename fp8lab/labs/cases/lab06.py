@@ -8,7 +8,7 @@ AssertionError with the input, the expected value and what came back at the firs
 >>> dequantize(lambda *args, **kwargs: 0, np.random.default_rng(0))  # answers 0: refused
 Traceback (most recent call last):
 ...
-AssertionError: dequantize(values of shape (3, 300), scales of shape (3, 3), (1, 128)): expected shape (3, 300), got shape () (0)
+AssertionError: dequantize(values of shape (3, 300), scales of shape (3, 3), (1, 128)): expected shape (3, 300), got shape () (0) / dequantize(values of shape (3, 300), scales of shape (3, 3), (1, 128))：期望形状 (3, 300)，得到形状 ()（0）
 """
 
 from __future__ import annotations

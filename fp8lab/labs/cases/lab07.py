@@ -8,7 +8,7 @@ AssertionError with the input, the expected value and what came back at the firs
 >>> has_inf_or_nan(lambda *args, **kwargs: 0, np.random.default_rng(0))  # answers 0: refused
 Traceback (most recent call last):
 ...
-AssertionError: has_inf_or_nan([-inf]): expected True, got 0 (expected a bool, got int)
+AssertionError: has_inf_or_nan([-inf]): expected True, got 0 (expected a bool, got int) / has_inf_or_nan([-inf])：期望 True，得到 0（期望布尔值（bool），得到 int）
 """
 
 from __future__ import annotations

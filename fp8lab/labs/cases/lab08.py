@@ -8,7 +8,7 @@ AssertionError with the input, the expected value and what came back at the firs
 >>> kv_cache_bytes(lambda *args, **kwargs: 0, np.random.default_rng(0))  # answers 0: refused
 Traceback (most recent call last):
 ...
-AssertionError: kv_cache_bytes(32, 32, 128, 1, batch=1, bits=16)  (llama-2-7b): expected 524288, got 0
+AssertionError: kv_cache_bytes(32, 32, 128, 1, batch=1, bits=16)  (llama-2-7b): expected 524288, got 0 / kv_cache_bytes(32, 32, 128, 1, batch=1, bits=16)  (llama-2-7b)：期望 524288，得到 0
 """
 
 from __future__ import annotations
