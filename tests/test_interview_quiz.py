@@ -114,8 +114,17 @@ def test_the_cli_errors_are_clear(capsys) -> None:
 
 
 def test_the_cli_verify(capsys) -> None:
-    assert main(["quiz", "--verify"]) == 0
-    assert "no problems" in capsys.readouterr().out
+    """The CLI path of --verify, on a selection (the whole bank's checks run in test_interview_bank.py): a line
+    saying what is verified comes first, then the problems and their count; the whole bank is the default."""
+    assert main(["quiz", "--verify", "--tag", "e4m3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("verifying ") and "selected question" in out[0] and out[-1] == "no problems", out
+    with pytest.MonkeyPatch.context() as mp:
+        import fp8lab.interview.checks as checks
+        seen = []
+        mp.setattr(checks, "verify", lambda qs=None: seen.append(qs) or [])
+        assert main(["quiz", "--verify"]) == 0 and seen == [None]
+        assert capsys.readouterr().out.splitlines()[0] == "verifying the whole bank: the schema, then every check"
 
 
 # ----------------------------------------------------------------------------------------------

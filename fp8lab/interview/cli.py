@@ -5,7 +5,7 @@
     fp8lab quiz --myths                           # only the myths (the same as --topic myths)
     fp8lab quiz --list [--topic T ...]            # id, topic, kind, difficulty, prompt
     fp8lab quiz --export cards.apkg [--lang both] # Anki package (genanki); cards.txt: Anki text import
-    fp8lab quiz --verify                          # every schema problem and failing check; exit 1 if any
+    fp8lab quiz --verify [--tag T ...]            # every schema problem and failing check; exit 1 if any
 
 Every --topic, --kind and --difficulty value offered selects at least one question; a --tag that no
 question carries is an error. Exit codes: 0 done, 1 --verify found problems, 2 a bad argument
@@ -65,7 +65,11 @@ def _cmd_quiz(args: argparse.Namespace) -> int:
     if args.verify:
         from .checks import verify
 
-        problems = verify()
+        filtered = bool(args.id or args.tag or args.topic or args.difficulty or args.kind or args.myths)
+        questions = _selected(args) if filtered else None  # None: every file, load problems included
+        what = f"{len(questions)} selected question{'s' if len(questions) != 1 else ''}" if filtered else "the whole bank"
+        print(f"verifying {what}: the schema, then every check", flush=True)
+        problems = verify(questions)
         for p in problems:
             print(p)
         print(f"{len(problems) or 'no'} problem{'s' if len(problems) != 1 else ''}")
@@ -125,6 +129,7 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
                    help="write Anki flash cards: FILE.apkg (an Anki package, needs genanki) or FILE.txt "
                         "(Anki's text import, with its headers)")
     q.add_argument("--deck", default="fp8lab interview", help="the Anki deck name for --export")
-    q.add_argument("--verify", action="store_true", help="check the whole bank (schema and every check)")
+    q.add_argument("--verify", action="store_true",
+                   help="check the bank's schema and every check (the whole bank, or the questions the filters select)")
     q.set_defaults(func=_cmd_quiz)
 
