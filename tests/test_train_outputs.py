@@ -380,6 +380,9 @@ def test_cli_interrupt_with_nothing_to_write(case, tmp_path, monkeypatch, capsys
 
 SIGINT_CHILD = textwrap.dedent("""
     import dataclasses, os, signal, sys
+    # Ctrl+C as in a terminal: a parent that ignores SIGINT (a background job of a non-interactive shell, some
+    # pytest-xdist workers) passes SIG_IGN down, and Python then installs no KeyboardInterrupt handler at all
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import fp8lab.train.loop as loop
     from fp8lab.cli import main
     real_train, real_step = loop.train, loop.Run.step
