@@ -173,6 +173,36 @@ def test_flush_counts_hold_for_every_format_of_eight_bits_or_fewer():
             assert ckernels.flush_count(x, codes, fmt) == (int(nz.sum()), int((nz & (vals == 0)).sum())), (name, n)
 
 
+def test_value_flush_counts_and_the_tensor_amax_are_torch_s():
+    """flush_count_values and fp8lab.scaling.tensor_amax (the 16-bit roles' statistics) against torch's own counts and
+    max, over BF16 and FP16 roundings with signed zeros, sizes across the kernel's 65536-element chunk, and
+    infs and NaNs (where the amax falls back to torch's NaN-propagating max); C kernels on and off."""
+    from fp8lab.codec.paths import disable_paths
+    from fp8lab.scaling import flushed_fraction, tensor_amax
+    g = torch.Generator().manual_seed(11)
+    for n in (1, 300, 65536, 65536 * 2 + 17):
+        x = torch.randn(n, generator=g) * torch.exp2(torch.randint(-140, 20, (n,), generator=g).float())
+        x[torch.rand(n, generator=g) < 0.2] = 0.0
+        x[:1] = -0.0
+        for dt in (torch.bfloat16, torch.float16):
+            v = x.to(dt).float()
+            nz = x != 0
+            want = (int(nz.sum()), int((nz & (v == 0)).sum()))
+            assert ckernels.flush_count_values(x, v) == want, (n, dt)
+            frac = want[1] / want[0] if want[0] else 0.0
+            assert flushed_fraction(x, v) == frac
+            with disable_paths("ckernel"):
+                assert flushed_fraction(x, v) == frac
+        m = x.reshape(1, -1)
+        assert tensor_amax(m) == float(x.abs().max())
+        for bad in (float("inf"), float("-inf"), float("nan")):
+            y = m.clone()
+            y[0, -1] = bad
+            got, want = tensor_amax(y), float(y.abs().max())
+            assert got == want or (got != got and want != want), (n, bad)
+    assert tensor_amax(torch.zeros(0, 3)) == 0.0 and tensor_amax(torch.ones(4, 3).t() * -2) == 2.0
+
+
 def test_bad_operands_get_clear_errors():
     e4 = fl.get_format("e4m3")
     with pytest.raises(ValueError, match="whole blocks"):

@@ -275,6 +275,27 @@ void fp8lab_flush_count(const float *restrict x, const uint8_t *restrict codes, 
     counts[1] = flushed;
 }
 
+/* counts[0] = how many of the n float32 x are nonzero, counts[1] = how many of those have a rounded value v that is
+   zero (+0 or -0): the elements a cast to a 16-bit (or any float) format flushed, in one pass over both. */
+void fp8lab_flush_count_values(const float *restrict x, const float *restrict v, int64_t n, int64_t *restrict counts) {
+    const uint32_t *restrict xb = (const uint32_t *)x;
+    const uint32_t *restrict vb = (const uint32_t *)v;
+    int64_t nonzero = 0, flushed = 0;
+    for (int64_t i0 = 0; i0 < n; i0 += 65536) {
+        const int64_t i1 = n - i0 < 65536 ? n : i0 + 65536;
+        uint32_t nz_sum = 0u, fl_sum = 0u;
+        for (int64_t i = i0; i < i1; i++) {
+            uint32_t nz = (xb[i] & 0x7FFFFFFFu) != 0u;
+            nz_sum += nz;
+            fl_sum += nz & (uint32_t)((vb[i] & 0x7FFFFFFFu) == 0u);
+        }
+        nonzero += nz_sum;
+        flushed += fl_sum;
+    }
+    counts[0] = nonzero;
+    counts[1] = flushed;
+}
+
 /* out = the transpose of a contiguous (rows, cols) float32 matrix, contiguous (cols, rows): copied in 32x32 tiles
    so that reads and writes both stay within a few cache lines at a time. */
 void fp8lab_transpose_f32(const float *restrict x, int64_t rows, int64_t cols, float *restrict out) {

@@ -42,7 +42,7 @@ from .backend import torch
 from .tables import code_values
 
 __all__ = ["available", "reason", "library", "encode_params", "scaled_encode", "block_amax", "table_decode",
-           "flush_count", "transposed", "band_encode", "BAND_RULES", "cast_args_layout"]
+           "flush_count", "flush_count_values", "transposed", "band_encode", "BAND_RULES", "cast_args_layout"]
 
 _SOURCE = Path(__file__).with_name("_kernels.c")
 _FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-fno-trapping-math", "-shared", "-fPIC"]
@@ -131,6 +131,8 @@ def _bind(lib: Any) -> Any:
     lib.fp8lab_table_decode.restype = None
     lib.fp8lab_flush_count.argtypes = [ptr, ptr, i64, ctypes.c_uint32, ptr]
     lib.fp8lab_flush_count.restype = None
+    lib.fp8lab_flush_count_values.argtypes = [ptr, ptr, i64, ptr]
+    lib.fp8lab_flush_count_values.restype = None
     lib.fp8lab_transpose_f32.argtypes = [ptr, i64, i64, ptr]
     lib.fp8lab_transpose_f32.restype = None
     lib.fp8lab_band_encode.argtypes = [ctypes.POINTER(_CastArgs)]
@@ -324,6 +326,25 @@ def flush_count(x: Any, codes: Any, fmt: Format) -> tuple[int, int]:
         return int(nz.sum()), int((nz & zero).sum())
     counts = np.zeros(2, dtype=np.int64)
     lib.fp8lab_flush_count(x.data_ptr(), codes.data_ptr(), x.numel(), mask, counts.ctypes.data)
+    return int(counts[0]), int(counts[1])
+
+
+def flush_count_values(x: Any, v: Any) -> tuple[int, int]:
+    """(nonzero elements of ``x``, how many of them round to a zero in ``v``): what a cast to float values flushed, in one pass.
+
+    ``x`` and ``v`` (its rounded values, e.g. to BF16 or FP16, as float32) are contiguous float32 CPU
+    tensors of one shape; +0 and -0 in ``v`` both count as zero.
+
+    >>> import torch
+    >>> if available():
+    ...     assert flush_count_values(torch.tensor([0.0, 1e-9, 2.0]), torch.tensor([0.0, -0.0, 2.0])) == (2, 1)
+    """
+    lib = library()
+    if lib is None or not (_ok(x, torch.float32) and _ok(v, torch.float32)) or x.shape != v.shape:
+        raise ValueError(f"flush_count_values takes two contiguous float32 CPU tensors of one shape "
+                         f"({reason() or 'kernels available'})")
+    counts = np.zeros(2, dtype=np.int64)
+    lib.fp8lab_flush_count_values(x.data_ptr(), v.data_ptr(), x.numel(), counts.ctypes.data)
     return int(counts[0]), int(counts[1])
 
 

@@ -43,7 +43,7 @@ import torch.nn.functional as F
 from ..codec import decode, encode, quantize
 from ..gemm import scaled_matmul
 from ..qtensor import QTensor
-from ..scaling import flushed_fraction, quantize_tensor
+from ..scaling import flushed_fraction, quantize_tensor, tensor_amax
 from .recipe import ROLES, LinearRecipe, TensorQuant
 
 __all__ = ["Fp8Linear", "LayerState", "weight_cache"]
@@ -542,13 +542,13 @@ class Fp8Linear(torch.nn.Linear):
         record = record and not self._quiet  # a recomputed forward measures nothing new
         if tq is None:
             if record:
-                self.stats[role] = {"amax": float(x.abs().max()) if x.numel() else 0.0, "scale": 1.0, "saturated_blocks": 0}
+                self.stats[role] = {"amax": tensor_amax(x), "scale": 1.0, "saturated_blocks": 0}
             return (x.t() if turned else x), False
         if tq.is_16bit:
             v = quantize(x, tq.format, saturate=tq.saturate)
             bad = False
             if record or tq.saturate:
-                amax = float(x.abs().max()) if x.numel() else 0.0
+                amax = tensor_amax(x)
                 bad = tq.saturate and not math.isfinite(amax)
                 if record:
                     self._record(role, x, v, amax=amax, scale=1.0, saturated=int(amax > tq.format.max))
@@ -557,7 +557,7 @@ class Fp8Linear(torch.nn.Linear):
         if tq.scaling is None:  # a plain cast: scale 1
             q = QTensor(encode(src.detach().contiguous(), tq.format, saturate=tq.saturate),
                         torch.ones(1, 1, dtype=torch.float32, device=x.device), tq.format)
-            amax = float(src.abs().max()) if src.numel() else 0.0
+            amax = tensor_amax(src)
             saturated = int(amax > tq.format.max)
             bad = not math.isfinite(amax)
         else:

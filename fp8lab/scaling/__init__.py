@@ -34,7 +34,7 @@ from .data import llm_activations
 from .delayed import AmaxHistory, DelayedScaling
 from .integer import IntScaling
 from .loss_scaler import LossScaler, has_inf_or_nan
-from .metrics import error_stats, flushed_fraction, sqnr_db
+from .metrics import error_stats, flushed_fraction, sqnr_db, tensor_amax
 from .mx import SCALE_ROUNDINGS, MXScaling, emax_elem, mx_scale_exponents
 from .nvfp4 import NVFP4Scaling
 from .paths import SCALING_PATHS
@@ -50,7 +50,7 @@ __all__ = [
     "quantize_tensor", "get_recipe", "RECIPE_NAMES", "Recipe",
     "TensorScaling", "DelayedScaling", "AmaxHistory", "AxisScaling", "BlockScaling", "MXScaling", "NVFP4Scaling",
     "PercentileScaling", "IntScaling", "LossScaler", "has_inf_or_nan",
-    "llm_activations", "sqnr_db", "error_stats", "flushed_fraction", "compare_recipes", "comparison_table", "DEFAULT_RECIPES",
+    "llm_activations", "sqnr_db", "error_stats", "flushed_fraction", "tensor_amax", "compare_recipes", "comparison_table", "DEFAULT_RECIPES",
     "mx_scale_exponents", "emax_elem", "SCALE_ROUNDINGS", "float_scales", "pow2_ceil",
     "SCALING_PATHS", "which_scaling_path", "force_scaling_path", "disable_scaling_paths", "scaling_path_table",
 ]

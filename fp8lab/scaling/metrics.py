@@ -21,7 +21,7 @@ from ..codec.tables import code_values
 from ..qtensor import QTensor
 from .blocks import to_numpy
 
-__all__ = ["sqnr_db", "error_stats", "flushed_fraction"]
+__all__ = ["sqnr_db", "error_stats", "flushed_fraction", "tensor_amax"]
 
 
 _CHUNK = 1 << 18  # elements per float64 chunk: the temporaries stay in cache
@@ -106,6 +106,34 @@ def _zero_codes(fmt: Any) -> frozenset:
     return frozenset(np.flatnonzero(code_values(fmt) == 0).tolist())
 
 
+def _kernel_ready(t: Any) -> bool:
+    """Whether a C kernel may read ``t``: a contiguous float32 CPU tensor, with the kernels available and not switched off."""
+    return (t.is_cpu and t.dtype == torch.float32 and t.is_contiguous() and "ckernel" not in path_policy()[1]
+            and ckernels.available())
+
+
+def tensor_amax(x: Any) -> float:
+    """``max |x|`` of a tensor or array as a float (0.0 when empty; inf or NaN where ``x`` holds them, as torch's max).
+
+    A contiguous float32 CPU tensor is read in one C pass where the kernels serve it (the same
+    number: a maximum of magnitudes is exact).
+
+    >>> import torch
+    >>> tensor_amax(torch.tensor([[1.0, -3.0], [2.0, 0.5]])), tensor_amax(torch.zeros(0, 4)), tensor_amax(torch.tensor([1.0, float("nan")]))
+    (3.0, 0.0, nan)
+    """
+    if not is_torch(x):
+        a = np.asarray(x)
+        return float(np.max(np.abs(a))) if a.size else 0.0
+    if x.numel() == 0:
+        return 0.0
+    if x.ndim == 2 and _kernel_ready(x):
+        amax, finite = ckernels.block_amax(x, tuple(x.shape))
+        if finite:
+            return float(amax.reshape(-1)[0])
+    return float(x.abs().max())
+
+
 def flushed_fraction(x: Any, q: Any) -> float:
     """Fraction of the nonzero elements of ``x`` that quantized to zero: the underflow of a cast.
 
@@ -126,6 +154,10 @@ def flushed_fraction(x: Any, q: Any) -> float:
         after = np.asarray(to_numpy(q.values() if isinstance(q, QTensor) else q))
         return ((xa.size - int(np.count_nonzero(after))) - (xa.size - nonzero)) / nonzero if nonzero else 0.0
     n = x.numel()
+    if (not isinstance(q, QTensor) and is_torch(q) and _kernel_ready(x) and _kernel_ready(q)
+            and tuple(q.shape) == tuple(x.shape)):
+        nonzero, flushed = ckernels.flush_count_values(x, q)  # both counts in one pass
+        return flushed / nonzero if nonzero else 0.0
     if (isinstance(q, QTensor) and q.zero_point is None and q.format.bits <= 8 and x.is_cpu and x.dtype == torch.float32
             and x.is_contiguous() and q.codes.is_contiguous() and tuple(q.codes.shape) == tuple(x.shape)
             and "ckernel" not in path_policy()[1] and ckernels.available()):
