@@ -158,7 +158,7 @@ def test_every_path_lays_the_codes_out_as_the_input(ri, path):
     Swept over the scaling paths, recipes with per-tensor, per-row, 1x128, 128x128 and MX blocks,
     three shapes (one row, full and partial 128-blocks) and both layouts, and through a transpose.
     """
-    from fp8lab.gemm.decode import transposed_layout
+    from fp8lab.codec.backend import transposed_layout
     recipe = LAYOUT_RECIPES[ri]
     for shape in ((1, 256), (96, 256), (200, 384)):
         base = torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)))

@@ -205,6 +205,7 @@ def recorded_prose(rec: dict) -> list[str]:
                    f"{under(n):.0%} of the gradients flushed)")
     out += [f"({min(t[n] for n in EXACT_FP8):.2f}x to {max(t[n] for n in EXACT_FP8):.2f}x in wall-clock time, "
             f"{min(tc[n] for n in EXACT_FP8):.2f}x to {max(tc[n] for n in EXACT_FP8):.2f}x in CPU time)",
+            f"an FP32 step, `{min(EXACT_FP8, key=lambda n: t[n])}` the least,",
             "(" + ", ".join(f"`{n}` {t[n]:.2f}x" for n in LIMITED) + ")",
             f"FP32 step of {st['median_step_s']['fp32'] * 1e3:.0f} ms", f"`{st['command']}`"]
     return out

@@ -251,49 +251,38 @@ void fp8lab_table_decode(const uint8_t *restrict codes, int64_t n, const float *
     for (int64_t i = 0; i < n; i++) values[i] = table[codes[i]];
 }
 
-/* counts[0] = how many of the n float32 x are nonzero, counts[1] = how many of those have a code whose value is
-   zero, (code & zero_mask) == 0 (0x7F where +0 and -0 are both codes, 0xFF where 0 is the only one): the elements
-   a cast flushed to zero. Counted in chunks of 32-bit sums, a mask test rather than a table lookup, so that the
-   loop vectorizes. */
+/* The loop of both flush counts: counts[0] = how many of the n float32 x are nonzero, counts[1] = how many of those
+   have ZERO(i) true (their cast is zero). Counted in chunks of 32-bit sums so that the loop vectorizes. */
+#define FLUSH_COUNT(ZERO) do { \
+        const uint32_t *restrict xb = (const uint32_t *)x; \
+        int64_t nonzero = 0, flushed = 0; \
+        for (int64_t i0 = 0; i0 < n; i0 += 65536) { \
+            const int64_t i1 = n - i0 < 65536 ? n : i0 + 65536; \
+            uint32_t nz_sum = 0u, fl_sum = 0u; \
+            for (int64_t i = i0; i < i1; i++) { \
+                uint32_t nz = (xb[i] & 0x7FFFFFFFu) != 0u; \
+                nz_sum += nz; \
+                fl_sum += nz & (uint32_t)(ZERO); \
+            } \
+            nonzero += nz_sum; \
+            flushed += fl_sum; \
+        } \
+        counts[0] = nonzero; \
+        counts[1] = flushed; \
+    } while (0)
+
+/* The flush counts of a cast to codes: a code is zero where (code & zero_mask) == 0 (0x7F where +0 and -0 are both
+   codes, 0xFF where 0 is the only one), a mask test rather than a table lookup, so that the loop vectorizes. */
 void fp8lab_flush_count(const float *restrict x, const uint8_t *restrict codes, int64_t n, uint32_t zero_mask,
                         int64_t *restrict counts) {
-    const uint32_t *restrict xb = (const uint32_t *)x;
     const uint8_t mask = (uint8_t)zero_mask;
-    int64_t nonzero = 0, flushed = 0;
-    for (int64_t i0 = 0; i0 < n; i0 += 65536) {
-        const int64_t i1 = n - i0 < 65536 ? n : i0 + 65536;
-        uint32_t nz_sum = 0u, fl_sum = 0u;
-        for (int64_t i = i0; i < i1; i++) {
-            uint32_t nz = (xb[i] & 0x7FFFFFFFu) != 0u;
-            nz_sum += nz;
-            fl_sum += nz & (uint32_t)((codes[i] & mask) == 0);
-        }
-        nonzero += nz_sum;
-        flushed += fl_sum;
-    }
-    counts[0] = nonzero;
-    counts[1] = flushed;
+    FLUSH_COUNT((codes[i] & mask) == 0);
 }
 
-/* counts[0] = how many of the n float32 x are nonzero, counts[1] = how many of those have a rounded value v that is
-   zero (+0 or -0): the elements a cast to a 16-bit (or any float) format flushed, in one pass over both. */
+/* The flush counts of a cast to float values v (a 16-bit rounding as float32): +0 and -0 are zero. */
 void fp8lab_flush_count_values(const float *restrict x, const float *restrict v, int64_t n, int64_t *restrict counts) {
-    const uint32_t *restrict xb = (const uint32_t *)x;
     const uint32_t *restrict vb = (const uint32_t *)v;
-    int64_t nonzero = 0, flushed = 0;
-    for (int64_t i0 = 0; i0 < n; i0 += 65536) {
-        const int64_t i1 = n - i0 < 65536 ? n : i0 + 65536;
-        uint32_t nz_sum = 0u, fl_sum = 0u;
-        for (int64_t i = i0; i < i1; i++) {
-            uint32_t nz = (xb[i] & 0x7FFFFFFFu) != 0u;
-            nz_sum += nz;
-            fl_sum += nz & (uint32_t)((vb[i] & 0x7FFFFFFFu) == 0u);
-        }
-        nonzero += nz_sum;
-        flushed += fl_sum;
-    }
-    counts[0] = nonzero;
-    counts[1] = flushed;
+    FLUSH_COUNT((vb[i] & 0x7FFFFFFFu) == 0u);
 }
 
 /* out = the transpose of a contiguous (rows, cols) float32 matrix, contiguous (cols, rows): copied in 32x32 tiles

@@ -21,7 +21,7 @@ import numpy as np
 from ..formats import Format, IntFormat
 from ..registry import get_format
 from ..validation import check_bool
-from .backend import NUMPY, TORCH, is_torch, torch
+from .backend import NUMPY, TORCH, is_torch, torch, transposed_layout
 from .paths import Request, dispatch, rounding_name as _rounding
 from .tables import code_values
 
@@ -169,7 +169,7 @@ def decode_tensor(codes, fmt: "str | Format", out=None):
     """
     fmt = get_format(fmt)
     _check_codes(codes, fmt, TORCH)
-    if codes.ndim == 2 and not codes.is_contiguous() and codes.t().is_contiguous():
+    if transposed_layout(codes):
         return decode_tensor(codes.t(), fmt, out=out).t()
     flat = codes.reshape(-1)
     return dispatch(flat, _torch_request("decode", flat, fmt), out=out).reshape(codes.shape)

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._optional import torch, torch_loaded
 
-__all__ = ["Backend", "NUMPY", "TORCH", "is_torch"]
+__all__ = ["Backend", "NUMPY", "TORCH", "is_torch", "transposed_layout"]
 
 
 def is_torch(x: Any) -> bool:
@@ -31,6 +31,18 @@ def is_torch(x: Any) -> bool:
 
 
 _TENSOR: Any = None  #: torch.Tensor, once torch is imported
+
+
+def transposed_layout(t: Any) -> bool:
+    """Whether the torch matrix ``t`` is laid out transposed: a transposed view of a contiguous matrix (not contiguous itself).
+
+    The codec, the scaling fast paths and the GEMM keep such a matrix's layout instead of copying it.
+
+    >>> import torch
+    >>> transposed_layout(torch.zeros(2, 3).t()), transposed_layout(torch.zeros(2, 3)), transposed_layout(torch.zeros(1, 3).t())
+    (True, False, False)
+    """
+    return t.ndim == 2 and not t.is_contiguous() and t.t().is_contiguous()
 
 
 class Backend:

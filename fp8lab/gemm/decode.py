@@ -16,13 +16,12 @@ import threading
 
 from ..codec import ckernels
 from ..codec.api import decode_tensor
-from ..codec.backend import torch
+from ..codec.backend import torch, transposed_layout
 from ..codec.paths import path_policy
 from ..codec.shift import shift_decodable, shift_decode
 from ..formats import Format
 
-__all__ = ["fast_decode", "shift_decodable", "decode_values", "workspace", "release_workspace", "values_like_codes",
-           "transposed_layout"]
+__all__ = ["fast_decode", "shift_decodable", "decode_values", "workspace", "release_workspace", "values_like_codes"]
 
 _local = threading.local()
 
@@ -66,16 +65,6 @@ def decode_values(codes, fmt: Format, slot: str | None = None):
 
 
 fast_decode = shift_decode  #: the GEMM's name for :func:`fp8lab.codec.shift.shift_decode`
-
-
-def transposed_layout(t) -> bool:
-    """Whether the matrix ``t`` is laid out transposed: a transposed view of a contiguous matrix (not contiguous itself).
-
-    >>> import torch
-    >>> transposed_layout(torch.zeros(2, 3).t()), transposed_layout(torch.zeros(2, 3)), transposed_layout(torch.zeros(1, 3).t())
-    (True, False, False)
-    """
-    return t.ndim == 2 and not t.is_contiguous() and t.t().is_contiguous()
 
 
 def values_like_codes(v, codes):

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from ..codec import ckernels
-from ..codec.backend import torch
+from ..codec.backend import torch, transposed_layout
 from ..formats import Format
 from ..qtensor import QTensor, QuantInfo
 from ..registry import get_format  # noqa: F401 - the examples use it
@@ -111,7 +111,7 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
     shape = tuple(x.shape)
     # the element work runs in x's memory layout: a transposed matrix (the backward GEMMs quantize
     # x.T and dy.T) is worked on as its contiguous base with the block turned, never copied
-    flip = x.ndim == 2 and not x.is_contiguous() and x.t().is_contiguous()
+    flip = transposed_layout(x)
     dtype = "float32" if x.dtype == torch.float32 else str(x.dtype).removeprefix("torch.")
     req = ScalingRequest(recipe, fmt, "torch", device_type, dtype, shape, flip)
     path = select(req).name  # the table in scaling/paths.py says which path serves this call

@@ -158,9 +158,8 @@ def flushed_fraction(x: Any, q: Any) -> float:
             and tuple(q.shape) == tuple(x.shape)):
         nonzero, flushed = ckernels.flush_count_values(x, q)  # both counts in one pass
         return flushed / nonzero if nonzero else 0.0
-    if (isinstance(q, QTensor) and q.zero_point is None and q.format.bits <= 8 and x.is_cpu and x.dtype == torch.float32
-            and x.is_contiguous() and q.codes.is_contiguous() and tuple(q.codes.shape) == tuple(x.shape)
-            and "ckernel" not in path_policy()[1] and ckernels.available()):
+    if (isinstance(q, QTensor) and q.zero_point is None and q.format.bits <= 8 and _kernel_ready(x)
+            and q.codes.is_contiguous() and tuple(q.codes.shape) == tuple(x.shape)):
         nonzero, flushed = ckernels.flush_count(x, q.codes, q.format)  # both counts in one pass
         return flushed / nonzero if nonzero else 0.0
     nonzero = int(torch.count_nonzero(x))

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from ..codec import ckernels
-from ..codec.backend import is_torch, torch
+from ..codec.backend import is_torch, torch, transposed_layout
 from ..codec.native import cast_for
 from ..codec.paths import Request, path_policy, select as select_codec_path
 from ..formats import FloatFormat, Format
@@ -369,7 +369,7 @@ def request_for(x: Any, fmt: "str | Format", recipe: Recipe) -> ScalingRequest:
     fmt = get_format(fmt)
     if is_torch(x):
         shape = tuple(x.shape)
-        flip = x.ndim == 2 and not x.is_contiguous() and x.t().is_contiguous()
+        flip = transposed_layout(x)
         device = "cpu" if x.is_cpu else x.device.type
         return ScalingRequest(recipe, fmt, "torch", device, str(x.dtype).removeprefix("torch."), shape, flip)
     import numpy as np

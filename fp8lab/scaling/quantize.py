@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codec.backend import is_torch, torch
+from ..codec.backend import is_torch, torch, transposed_layout
 from ..formats import Format
 from ..qtensor import QTensor
 from ..registry import get_format
@@ -116,9 +116,9 @@ def _laid_out_as(q: QTensor, x: Any) -> QTensor:
     """
     if not (is_torch(x) and is_torch(q.codes) and x.ndim == 2):
         return q
-    want_t = not x.is_contiguous() and x.t().is_contiguous()
+    want_t = transposed_layout(x)
     c = q.codes
-    if want_t and c.is_contiguous() and not c.t().is_contiguous():
+    if want_t and not transposed_layout(c):
         return dataclasses.replace(q, codes=c.t().contiguous().t())
     if not want_t and not c.is_contiguous():
         return dataclasses.replace(q, codes=c.contiguous())
