@@ -366,8 +366,13 @@ class QTensor:
         if info.scale_codes is not None and np.ndim(info.scale_codes) == 2:
             info = info.replace(scale_codes=np.ascontiguousarray(np.asarray(info.scale_codes).T))
         zp = view(self.zero_point) if self.zero_point is not None else None
-        out = dataclasses.replace(self, codes=view(self.codes), scales=t(self.scales), block=self.block[::-1],
-                                  zero_point=zp, info=info)
+        out = object.__new__(type(self))  # the transpose of a valid QTensor is valid: built without checking again
+        put = object.__setattr__
+        for name, value in (("codes", view(self.codes)), ("scales", t(self.scales)), ("format", self.format),
+                            ("scaling", self.scaling), ("block", self.block[::-1]), ("scale_format", self.scale_format),
+                            ("tensor_scale", self.tensor_scale), ("zero_point", zp), ("info", info),
+                            ("dtype", self.dtype)):
+            put(out, name, value)
         if self._hold is not None:  # the held values, seen transposed (a view: no copy)
             object.__setattr__(out, "_hold", (self._hold[0], not self._hold[1]))
         return out

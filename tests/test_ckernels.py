@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 
+import ml_dtypes
 import numpy as np
 import pytest
 import torch
@@ -31,22 +32,40 @@ def _floats(bits: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(bits.astype(np.uint32).view(np.float32)).reshape(1, -1)
 
 
+#: Every format the kernel encodes: torch's cast is the oracle where torch has the dtype, ml_dtypes' elsewhere.
+SERVED = [f.name for f in fl.list_formats() if ckernels.encode_params(f) is not None]
+
+
+def _oracle_cast(x: torch.Tensor, name: str) -> torch.Tensor:
+    """The codes of x (|x| <= max) by torch's cast, or by ml_dtypes' for the formats torch lacks."""
+    fmt = fl.get_format(name)
+    torch_dtypes = {fl.get_format(n).name: dt for n, dt in CASTS.items()}
+    if fmt.name in torch_dtypes:
+        return x.to(torch_dtypes[fmt.name]).view(torch.uint8)
+    return torch.from_numpy(x.numpy().astype(getattr(ml_dtypes, fmt.name)).view(np.uint8))
+
+
 def _check_against_torch(x: torch.Tensor, name: str) -> None:
-    """C codes == torch's cast where |x| <= max (saturation to max beyond), values == the codec's decode, bitwise."""
+    """C codes == the oracle's cast where |x| <= max (saturation to max beyond), values == the codec's decode, bitwise."""
     fmt = fl.get_format(name)
     x = torch.where(torch.isfinite(x), x, torch.zeros(()))
     codes, values = ckernels.scaled_encode(x, torch.ones(1, 1), tuple(x.shape), fmt, values=True)
-    want = x.clamp(-fmt.max, fmt.max).to(CASTS[name]).view(torch.uint8)  # torch's cast, saturating as the codec does
+    want = _oracle_cast(x.clamp(-fmt.max, fmt.max), name)  # saturating, as the codec does
     bad = codes != want
     assert not bool(bad.any()), (name, x[bad][:4].tolist(), codes[bad][:4].tolist(), want[bad][:4].tolist())
     dec = fl.decode(codes, fmt)
     assert torch.equal(values.view(torch.int32), dec.view(torch.int32)), name
 
 
-@pytest.mark.parametrize("name", list(CASTS))
+def test_the_kernel_serves_every_8_bit_float_format_with_subnormals():
+    assert len(SERVED) >= 7 and {"float8_e3m4", "float8_e4m3b11fnuz", "float8_e4m3"} <= set(SERVED)
+
+
+@pytest.mark.parametrize("name", SERVED)
 def test_the_cast_matches_torch_on_a_sweep_of_every_exponent_and_the_rounding_boundaries(name):
     """Every float32 sign and exponent with 64 mantissas (the ends, around each FP8 rounding point, random),
-    and every FP8 code's value, its neighbours one float32 ulp away and the midpoints to the next code."""
+    and every FP8 code's value, its neighbours one float32 ulp away and the midpoints to the next code, for every
+    format the kernel encodes (torch's cast, or ml_dtypes' for E4M3 with infinities, E3M4 and E4M3B11FNUZ)."""
     rng = np.random.default_rng(0)
     top = np.arange(1 << 9, dtype=np.uint64) << 23                      # sign and exponent
     half = 1 << (23 - fl.get_format(name).mantissa_bits - 1)  # half of the float32 mantissa step FP8 keeps
@@ -138,6 +157,28 @@ def test_the_table_decode_is_the_codec_s_for_every_code_of_every_8_bit_format(fm
     nan = np.isnan(want)
     assert np.array_equal(np.isnan(got.numpy()), nan)
     assert np.array_equal(got.numpy()[~nan].view(np.uint32), want[~nan].astype(np.float32).view(np.uint32))
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 70), cols=st.integers(1, 70), row_kind=st.sampled_from(["each", "one"]),
+       col_kind=st.sampled_from(["each", "one"]), seed=st.integers(0, 2**16))
+def test_the_one_pass_epilogue_is_torch_s_two_multiplications(rows, cols, row_kind, col_kind, seed):
+    """(out * sa) * sb in one C pass gives torch's out.mul_(sa).mul_(sb) bit for bit: scales per row or column or one
+    broadcast scale, values from subnormal to overflowing, zeros of both signs, inf and NaN."""
+    g = torch.Generator().manual_seed(seed)
+    out = torch.randn(rows, cols, generator=g) * torch.exp2(torch.randint(-140, 120, (rows, cols), generator=g).float())
+    out.view(-1)[:: 11] = float("inf")
+    out.view(-1)[3:: 13] = float("nan")
+    out.view(-1)[5:: 17] = -0.0
+
+    def scales(n, kind, shape):
+        s = torch.exp2(torch.randint(-130, 40, (n,), generator=g).float()) * (1 + torch.rand(n, generator=g))
+        return s.reshape(shape) if kind == "each" else s[:1].reshape(1, 1).expand(*shape)
+
+    sa, sb = scales(rows, row_kind, (rows, 1)), scales(cols, col_kind, (1, cols))
+    want = out.clone().mul_(sa).mul_(sb)
+    got = ckernels.scale_epilogue(out.clone(), sa, sb)
+    assert torch.equal(got.view(torch.int32), want.view(torch.int32))
 
 
 def test_flush_counts_and_the_transposed_copy_are_torch_s():

@@ -79,3 +79,34 @@ def test_hold_values_checks_what_it_is_given():
         fl.quantize_tensor(torch.ones(2, 2), "e4m3", keep_values="yes")
     with pytest.raises(TypeError, match="consume"):
         fl.scaled_matmul(q, q.transpose(), consume=(1, 0))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_a_transpose_keeps_every_field_of_the_qtensor(backend):
+    """``transpose`` builds the QTensor without the constructor: every dataclass field must come across (transposed
+    where it is per block), so a field added to QTensor later cannot be dropped silently."""
+    import numpy as np
+
+    codes = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    scales = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)
+    zp = np.ones((3, 2), np.uint8)
+    if backend == "torch":
+        codes, scales, zp = torch.from_numpy(codes), torch.from_numpy(scales), torch.from_numpy(zp)
+    q = fl.QTensor(codes, scales, "int8", scaling=TensorScaling(), block=(1, 2), scale_format="e8m0",
+                   tensor_scale=0.5, zero_point=zp, info={"amax": 3.0, "scale_codes": np.zeros((3, 2), np.uint8)},
+                   dtype="float64")
+    t = q.transpose()
+    names = {f.name for f in dataclasses.fields(fl.QTensor)}
+    assert names == {"codes", "scales", "format", "scaling", "block", "scale_format", "tensor_scale", "zero_point",
+                     "info", "dtype"}, "a new QTensor field: make transpose carry it"
+    for name in names:
+        a, b = getattr(q, name), getattr(t, name)
+        if name in ("codes", "scales", "zero_point"):
+            assert tuple(b.shape) == tuple(a.shape)[::-1] and (np.asarray(b).T == np.asarray(a)).all(), name
+        elif name == "block":
+            assert b == a[::-1]
+        elif name == "info":
+            assert b.amax == a.amax and (np.asarray(b.scale_codes) == np.asarray(a.scale_codes).T).all()
+        else:
+            assert b == a, name
+    assert np.array_equal(np.asarray(t.dequantize()), np.asarray(q.dequantize()).T)

@@ -18,7 +18,6 @@ typedef struct {
     uint32_t max_bits;       /* float32 bits of the format's max */
     uint32_t max_code;       /* the code of max (magnitude) */
     uint32_t normal_bits;    /* float32 bits of the smallest normal, 2^(1 - bias) */
-    float sub_scale;         /* 2^(m - 1 + bias): a subnormal's magnitude times this is its code */
     int32_t unsigned_zero;   /* fnuz: a value that rounds to zero gets code 0, never the sign bit alone */
 } enc_params;
 
@@ -67,31 +66,26 @@ static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
 /* TWIN RULE: the Python statement is fp8lab/codec/core.py (encode_bits, saturate=True); both stay, and
-   tests/test_ckernels.py pins them equal on every finite float32 of E4M3 and E5M2.
+   tests/test_ckernels.py pins them equal on every finite float32 of E4M3, E5M2 and their fnuz variants.
    The saturating, round-to-nearest-even code of a finite float32 (|t| beyond max gives max), and in *value the
-   float32 value of that code. Branch-free, so that the loops vectorize: the normal and the subnormal candidates
-   are both computed and one is selected. */
-static inline uint8_t encode_one(float t, uint32_t shift, uint32_t rebias, uint32_t max_bits, uint32_t max_code,
-                                 uint32_t normal_bits, float sub_scale, float sub_step, uint32_t signed_zero,
-                                 float *value) {
+   float32 value of that code. One rounding serves normals and subnormals alike: the quantum of |t|'s binade
+   (the subnormal step below the smallest normal) is q = 2^(E - m), and adding M = 2^23 q to |t| rounds |t| to a
+   multiple of q, ties to even, in float32's own adder (|t| < 2^(E + 1) keeps the sum in M's binade, whose ulp is
+   q). The sum's low bits count the quanta n, and the code is n plus the binade's offset; (sum - M) is the
+   rounded value, exactly. Branch-free, so that the loops vectorize. */
+static inline uint8_t encode_one(float t, uint32_t shift, uint32_t magic, uint32_t max_bits, uint32_t max_code,
+                                 uint32_t normal_bits, uint32_t signed_zero, float *value) {
     uint32_t u = f2u(t);
     uint32_t sign = (u >> 24) & 0x80u;
     uint32_t a = u & 0x7FFFFFFFu;
-    /* normal: round the dropped mantissa bits to nearest, ties to even, carrying into the exponent; rebias.
-       The rounded float32 (those bits cleared) is the code's value. */
-    uint32_t r = a + ((1u << (shift - 1u)) - 1u) + ((a >> shift) & 1u);
-    uint32_t normal = (r >> shift) - rebias;
-    uint32_t normal_value = r & ~((1u << shift) - 1u);
-    /* subnormal: |t| * 2^(m - emin) is exact (a power of two); adding and removing 2^23 rounds it to an
-       integer, ties to even (exact below 2^23; it is at most 2^m here), whose value is that integer times
-       the subnormal step 2^(emin - m). Larger magnitudes enter as 0. */
-    float small = a < normal_bits ? u2f(a) : 0.0f;
-    float rounded = (small * sub_scale + 8388608.0f) - 8388608.0f;
-    uint32_t sub = (uint32_t)(int32_t)rounded;
-    uint32_t sub_value = f2u(rounded * sub_step);
-    uint32_t mag = a < normal_bits ? sub : normal;
-    uint32_t mag_value = a < normal_bits ? sub_value : normal_value;
-    mag = a >= max_bits ? max_code : mag;
+    uint32_t e = a & 0x7F800000u;
+    e = e < normal_bits ? normal_bits : e;        /* the binade of the quantum: at least the smallest normal's */
+    uint32_t mb = e + magic;                       /* M = 2^23 q: the exponent moved up by 23 - m */
+    float big = u2f(mb);
+    float sum = u2f(a) + big;                      /* |t| rounded to a multiple of q (ties to even), plus M */
+    uint32_t mag = (f2u(sum) - mb) + ((e - normal_bits) >> shift);  /* quanta, plus the binade's code offset */
+    uint32_t mag_value = f2u(sum - big);           /* the rounded |t|: exact, both in M's binade */
+    mag = a >= max_bits ? max_code : mag;          /* beyond max: saturate (garbage above was computed, not used) */
     mag_value = a >= max_bits ? max_bits : mag_value;
     uint32_t keep_sign = (mag != 0u) | signed_zero;  /* fnuz: a value that rounds to zero gets +0 (0x80 is NaN) */
     uint32_t s = keep_sign ? sign : 0u;
@@ -101,7 +95,7 @@ static inline uint8_t encode_one(float t, uint32_t shift, uint32_t rebias, uint3
 
 /* one element of the scaled cast: its code, and its value where asked for */
 #define STORE(t_expr, scale) do { \
-        cr[j] = encode_one((t_expr), shift, rebias, max_bits, max_code, normal_bits, sub_scale, sub_step, signed_zero, &v); \
+        cr[j] = encode_one((t_expr), shift, magic, max_bits, max_code, normal_bits, signed_zero, &v); \
         if (vr) vr[j] = dequant ? v * (scale) : v; \
     } while (0)
 
@@ -123,9 +117,8 @@ static void encode_rows(const float *restrict x, int64_t nrows, int64_t cols, co
                         int32_t transpose_out, int64_t total_rows, int64_t row0, uint8_t *restrict scratch_c,
                         float *restrict scratch_v) {
     const uint32_t shift = 23u - (uint32_t)p->mantissa_bits;
-    const uint32_t rebias = (uint32_t)(127 - p->bias) << p->mantissa_bits;
+    const uint32_t magic = shift << 23;  /* M = 2^(23 - m) times a binade's first value */
     const uint32_t max_bits = p->max_bits, max_code = p->max_code, normal_bits = p->normal_bits;
-    const float sub_scale = p->sub_scale, sub_step = 1.0f / p->sub_scale;  /* a power of two: exact */
     const uint32_t signed_zero = p->unsigned_zero ? 0u : 1u;
     const int64_t scols = cols / bcols;
     float v;
@@ -283,6 +276,23 @@ void fp8lab_flush_count(const float *restrict x, const uint8_t *restrict codes, 
 void fp8lab_flush_count_values(const float *restrict x, const float *restrict v, int64_t n, int64_t *restrict counts) {
     const uint32_t *restrict vb = (const uint32_t *)v;
     FLUSH_COUNT((vb[i] & 0x7FFFFFFFu) == 0u);
+}
+
+/* The epilogue of a GEMM whose scales are constant along K: out[i, j] = (out[i, j] * sa[i]) * sb[j], in place, for a
+   contiguous (rows, cols) float32 matrix, in one pass: the two float32 products torch's out.mul_(sa).mul_(sb) forms,
+   in the same order. sa_step and sb_step are the scales' strides (0: one scale for every row or column). */
+void fp8lab_scale_epilogue(float *restrict out, int64_t rows, int64_t cols, const float *restrict sa, int64_t sa_step,
+                           const float *restrict sb, int64_t sb_step) {
+    for (int64_t i = 0; i < rows; i++) {
+        float *restrict o = out + i * cols;
+        const float a = sa[i * sa_step];
+        if (sb_step == 0) {
+            const float b = sb[0];
+            for (int64_t j = 0; j < cols; j++) o[j] = (o[j] * a) * b;
+        } else {
+            for (int64_t j = 0; j < cols; j++) o[j] = (o[j] * a) * sb[j * sb_step];
+        }
+    }
 }
 
 /* out = the transpose of a contiguous (rows, cols) float32 matrix, contiguous (cols, rows): copied in 32x32 tiles

@@ -42,15 +42,15 @@ from .backend import torch
 from .tables import code_values
 
 __all__ = ["available", "reason", "library", "encode_params", "scaled_encode", "block_amax", "table_decode",
-           "flush_count", "flush_count_values", "transposed", "band_encode", "BAND_RULES", "cast_args_layout"]
+           "flush_count", "flush_count_values", "scale_epilogue", "transposed", "band_encode", "BAND_RULES", "cast_args_layout"]
 
 _SOURCE = Path(__file__).with_name("_kernels.c")
-_FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-fno-trapping-math", "-shared", "-fPIC"]
+_FLAGS = ["-O3", "-march=native", "-mprefer-vector-width=512", "-ffp-contract=off", "-fno-fast-math", "-fno-trapping-math", "-shared", "-fPIC"]
 
 
 class _EncParams(ctypes.Structure):
     _fields_ = [("mantissa_bits", ctypes.c_int32), ("bias", ctypes.c_int32), ("max_bits", ctypes.c_uint32),
-                ("max_code", ctypes.c_uint32), ("normal_bits", ctypes.c_uint32), ("sub_scale", ctypes.c_float),
+                ("max_code", ctypes.c_uint32), ("normal_bits", ctypes.c_uint32),
                 ("unsigned_zero", ctypes.c_int32)]
 
 
@@ -133,6 +133,8 @@ def _bind(lib: Any) -> Any:
     lib.fp8lab_flush_count.restype = None
     lib.fp8lab_flush_count_values.argtypes = [ptr, ptr, i64, ptr]
     lib.fp8lab_flush_count_values.restype = None
+    lib.fp8lab_scale_epilogue.argtypes = [ptr, i64, i64, ptr, i64, ptr, i64]
+    lib.fp8lab_scale_epilogue.restype = None
     lib.fp8lab_transpose_f32.argtypes = [ptr, i64, i64, ptr]
     lib.fp8lab_transpose_f32.restype = None
     lib.fp8lab_band_encode.argtypes = [ctypes.POINTER(_CastArgs)]
@@ -183,8 +185,8 @@ def encode_params(fmt: Format) -> _EncParams | None:
     inside float32's (E4M3FN, E5M2, E4M3FNUZ, E5M2FNUZ and custom ones with their layouts).
 
     >>> from fp8lab.registry import get_format
-    >>> p = encode_params(get_format("e4m3")); (p.mantissa_bits, p.bias, hex(p.max_code), p.sub_scale)
-    (3, 7, '0x7e', 512.0)
+    >>> p = encode_params(get_format("e4m3")); (p.mantissa_bits, p.bias, hex(p.max_code), hex(p.normal_bits))
+    (3, 7, '0x7e', '0x3c800000')
     >>> encode_params(get_format("fp4")) is None
     True
     """
@@ -195,7 +197,7 @@ def encode_params(fmt: Format) -> _EncParams | None:
     if not -126 <= 1 - bias <= 127:
         return None
     bits = lambda v: int(np.array(v, dtype=np.float32).view(np.uint32))  # noqa: E731
-    return _EncParams(m, bias, bits(fmt.max), int(fmt.max_code), bits(2.0 ** (1 - bias)), 2.0 ** (m - 1 + bias),
+    return _EncParams(m, bias, bits(fmt.max), int(fmt.max_code), bits(2.0 ** (1 - bias)),
                       int(fmt.special == "fnuz"))
 
 
@@ -346,6 +348,27 @@ def flush_count_values(x: Any, v: Any) -> tuple[int, int]:
     counts = np.zeros(2, dtype=np.int64)
     lib.fp8lab_flush_count_values(x.data_ptr(), v.data_ptr(), x.numel(), counts.ctypes.data)
     return int(counts[0]), int(counts[1])
+
+
+def scale_epilogue(out: Any, sa: Any, sb: Any) -> Any:
+    """``out.mul_(sa).mul_(sb)`` in one pass (the same two float32 products per element) for a contiguous float32
+    CPU matrix ``out`` (M, N), ``sa`` (M, 1) and ``sb`` (1, N) float32 CPU scales (broadcast views allowed); returns ``out``.
+
+    >>> import torch
+    >>> if available():
+    ...     o = torch.ones(2, 3); s = scale_epilogue(o, torch.tensor([[2.0], [3.0]]), torch.full((1, 1), 0.5).expand(1, 3))
+    ...     assert s.tolist() == [[1.0, 1.0, 1.0], [1.5, 1.5, 1.5]]
+    """
+    lib = library()
+    rows, cols = out.shape
+    if (lib is None or not _ok(out, torch.float32) or tuple(sa.shape) != (rows, 1) or tuple(sb.shape) != (1, cols)
+            or sa.dtype != torch.float32 or sb.dtype != torch.float32 or not (sa.is_cpu and sb.is_cpu)):
+        raise ValueError(f"scale_epilogue takes a contiguous float32 CPU matrix (M, N) and float32 CPU scales (M, 1) "
+                         f"and (1, N) ({reason() or 'kernels available'})")
+    if out.numel():
+        lib.fp8lab_scale_epilogue(out.data_ptr(), rows, cols, sa.data_ptr(), sa.stride(0) if rows > 1 else 0,
+                                  sb.data_ptr(), sb.stride(1) if cols > 1 else 0)
+    return out
 
 
 def transposed(x: Any) -> Any:

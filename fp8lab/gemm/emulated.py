@@ -4,7 +4,8 @@ Two paths, chosen by the :class:`~fp8lab.gemm.accumulator.Accumulator`:
 
 - **exact** (``Accumulator()``): with one K-block (per-tensor, per-row/column scales) it is one
   float32 matmul of the decoded values with the scales applied to the result, as the kernels'
-  epilogue does: ``out = (A @ B) * sa[:, None] * sb[None, :]``. With K-blocks (1x128, 128x128)
+  epilogue does: ``out = (A @ B) * sa[:, None] * sb[None, :]`` (one pass of the C kernels on the CPU).
+  With K-blocks (1x128, 128x128)
   DeepGEMM applies each block's scales to that block's partial result when it promotes it; in real
   arithmetic that equals dequantising the operands first and doing *one* matmul, which is what this
   path does (the difference is float32 rounding, which the tests bound).
@@ -28,7 +29,9 @@ from __future__ import annotations
 import contextlib
 import math
 
+from ..codec import ckernels
 from ..codec.backend import torch
+from ..codec.paths import path_policy
 from ..codec.wide import round_bits_torch
 from .accumulator import Accumulator, round_mantissa
 from .checks import Problem
@@ -55,6 +58,19 @@ def _scale_k_blocks_(va, vb, p: Problem) -> None:
             va[:, full:].mul_(p.sa[:, nkb - 1:nkb])
         if vb is not None:
             vb[full:].mul_(p.sb[nkb - 1:nkb])
+
+
+def _epilogue(out, p: Problem):
+    """``out * sa * sb`` in place (row scales, then column scales: two float32 products per element, in that order).
+
+    On the CPU the C kernels do both products in one pass over ``out`` (the same bits: the codec's path switches
+    turn them off, as for decoding), elsewhere two torch multiplications.
+    """
+    if out.is_cpu and out.is_contiguous() and "ckernel" not in path_policy()[1] and ckernels.available():
+        return ckernels.scale_epilogue(out, p.sa, p.sb)
+    out.mul_(p.sa)
+    out.mul_(p.sb)
+    return out
 
 
 def exact(p: Problem):
@@ -99,10 +115,7 @@ def exact_values(p: Problem, va=None, vb=None, *, consume: tuple[bool, bool] = (
         if deq_a or deq_b:
             raise ValueError("dequantized operands are for K-blocked GEMMs; with one K-block the scales are applied "
                              "to the result, so give the decoded values")
-        out = va @ vb
-        out.mul_(p.sa)
-        out.mul_(p.sb)
-        return out
+        return _epilogue(va @ vb, p)
     # K-blocks: scale the operands; our own buffers (workspace or fresh) in place, a caller's values on a copy
     va = va if own_a or consume[0] or deq_a else va.clone()
     vb = vb if own_b or consume[1] or deq_b else vb.clone()

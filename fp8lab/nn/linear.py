@@ -624,24 +624,26 @@ class Fp8Linear(torch.nn.Linear):
         if x2.shape[0] == 0:  # no tokens: nothing to scale, no history to advance
             y = x2 @ self.weight.t()
         else:
-            self._advance = self.training and torch.is_grad_enabled()  # evaluation does not move amax histories
-            self._wmode = self._weight_mode(is_first_microbatch)
-            self._replay = self._token = None
-            self._quiet = _in_backward()
+            # this call's runtime fields, set in __dict__ directly: nn.Module.__setattr__ costs microseconds a field
+            rt = self.__dict__
+            rt["_advance"] = self.training and torch.is_grad_enabled()  # evaluation does not move amax histories
+            rt["_wmode"] = self._weight_mode(is_first_microbatch)
+            rt["_replay"] = rt["_token"] = None
+            rt["_quiet"] = _in_backward()
             if self._advance and (self.state.input is not None or self.state.weight is not None):
                 key = _fingerprint(x2)
                 if self._quiet:  # activation checkpointing recomputes a forward: cast as it did, advance nothing
-                    self._replay = self._take_snapshot(key)
+                    rt["_replay"] = self._take_snapshot(key)
                 if self._replay is None:
-                    self._token = (key, self.state.snapshot())
+                    rt["_token"] = (key, self.state.snapshot())
                     self._pending.append(self._token)
                     if len(self._pending) > 256:  # forwards whose backward never ran
                         del self._pending[0]
             try:
                 y = _Fp8LinearFunction.apply(x2, self.weight, self)
             finally:
-                self._replay = self._token = None
-                self._wmode, self._quiet = None, False
+                rt["_replay"] = rt["_token"] = rt["_wmode"] = None
+                rt["_quiet"] = False
         y = y.reshape(*lead, self.out_features)
         return y + self.bias if self.bias is not None else y
 

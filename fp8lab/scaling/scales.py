@@ -57,7 +57,7 @@ def round_up_float32(s: np.ndarray) -> np.ndarray:
     s = np.asarray(s, dtype=np.float64)
     s32 = s.astype(np.float32)
     low = s32.astype(np.float64) < s
-    if np.any(low):
+    if low.any():
         s32[low] = np.nextafter(s32[low], np.float32(np.inf))
     return s32
 
@@ -89,7 +89,8 @@ def float_scales(amax: np.ndarray, fmt_max: float, *, margin: float = 0, pow2: b
     amax = np.asarray(amax, dtype=np.float64)
     zero = ~(amax > 0)  # zero, or NaN (a block with no finite values)
     any_zero = bool(zero.any())
-    s = (np.where(zero, 1.0, amax) if any_zero else amax) * (2.0**margin) / float(fmt_max)
+    s = np.where(zero, 1.0, amax) if any_zero else amax
+    s = (s * (2.0**margin) if margin else s) / float(fmt_max)  # times 2^margin: exact, skipped when it is 1
     limit = 2.0**E8M0_MAX_EXP if pow2 else _F32_MAX  # 2^127 < float32's max
     # s holds no NaN (those blocks took 1.0), so its max tells cheaply whether any finite scale may pass the limit
     if s.size and float(s.max()) > limit and np.any(np.isfinite(s) & (s > limit)):  # rare: messages built only here
@@ -102,7 +103,7 @@ def float_scales(amax: np.ndarray, fmt_max: float, *, margin: float = 0, pow2: b
         # fused cast; both stay. tests/test_scaling_fast.py pins them equal (fast vs general sweeps, margins too).
         out = pow2_ceil(s).astype(np.float32)  # powers of two from 2^-127 to 2^127: exact in float32
     else:
-        out = round_up_float32(np.clip(s, F32_TINY, _F32_MAX))
+        out = round_up_float32(np.minimum(np.maximum(s, F32_TINY), _F32_MAX))  # np.clip's wrapper costs more here
     if any_zero:
         out[zero] = 1.0
     return out
