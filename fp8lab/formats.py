@@ -37,6 +37,32 @@ _F32_MAX = float(np.finfo(np.float32).max)
 _F32_MIN_EXP = -149  #: float32's finest step, 2^-149 (its smallest subnormal)
 
 
+class derived(property):
+    """A property of a format computed once from its fields (formats are frozen), then kept on the instance.
+
+    Still a ``property`` (so its docstring's example runs as a doctest); the value lives in the instance's
+    ``__dict__``, never in its fields, so equality, hashing and ``repr`` see the parameters only.
+
+    >>> f = FloatFormat("e4m3", 4, 3, special="fn"); f.max is f.max, "_derived_max" in vars(f)
+    (True, True)
+    """
+
+    def __init__(self, fget) -> None:
+        key = "_derived_" + fget.__name__
+
+        def get(obj):
+            d = obj.__dict__
+            try:
+                return d[key]
+            except KeyError:
+                value = d[key] = fget(obj)
+                return value
+
+        get.__name__, get.__qualname__, get.__doc__ = fget.__name__, fget.__qualname__, fget.__doc__
+        get.__module__ = fget.__module__
+        super().__init__(get, doc=fget.__doc__)
+
+
 @dataclass(frozen=True)
 class FloatFormat:
     """A binary floating-point format ``(-1)^s * 2^(E-bias) * 1.M`` described by its parameters.
@@ -108,7 +134,7 @@ class FloatFormat:
             )
 
     # ----- bit layout -------------------------------------------------------------------------
-    @property
+    @derived
     def kind(self) -> str:
         """``"float"`` for floating-point formats.
 
@@ -117,7 +143,7 @@ class FloatFormat:
         """
         return "float"
 
-    @property
+    @derived
     def bits(self) -> int:
         """Total width in bits: sign + exponent + mantissa.
 
@@ -126,7 +152,7 @@ class FloatFormat:
         """
         return int(self.signed) + self.exponent_bits + self.mantissa_bits
 
-    @property
+    @derived
     def code_dtype(self) -> np.dtype:
         """The unsigned integer dtype that holds one code (uint8, uint16 or uint32).
 
@@ -135,7 +161,7 @@ class FloatFormat:
         """
         return np.dtype(np.uint8 if self.bits <= 8 else np.uint16 if self.bits <= 16 else np.uint32)
 
-    @property
+    @derived
     def emin(self) -> int:
         """Unbiased exponent of the smallest normal binade.
 
@@ -144,7 +170,7 @@ class FloatFormat:
         """
         return (1 if self.subnormals else 0) - self.bias
 
-    @property
+    @derived
     def sign_mask(self) -> int:
         """The sign bit of a code (0 for unsigned formats).
 
@@ -153,7 +179,7 @@ class FloatFormat:
         """
         return (1 << (self.bits - 1)) if self.signed else 0
 
-    @property
+    @derived
     def magnitude_mask(self) -> int:
         """All bits of a code except the sign.
 
@@ -162,7 +188,7 @@ class FloatFormat:
         """
         return (1 << (self.exponent_bits + self.mantissa_bits)) - 1
 
-    @property
+    @derived
     def max_code(self) -> int:
         """Magnitude bits of the largest finite value.
 
@@ -176,7 +202,7 @@ class FloatFormat:
             return self.magnitude_mask - 1
         return self.magnitude_mask
 
-    @property
+    @derived
     def nan_code(self) -> int | None:
         """The canonical (positive, quiet) NaN code, or None when the format has no NaN.
 
@@ -192,7 +218,7 @@ class FloatFormat:
             return self.sign_mask
         return None
 
-    @property
+    @derived
     def inf_code(self) -> int | None:
         """The +inf code, or None when the format has no infinity.
 
@@ -203,7 +229,7 @@ class FloatFormat:
             return None
         return (2**self.exponent_bits - 1) << self.mantissa_bits
 
-    @property
+    @derived
     def has_inf(self) -> bool:
         """Whether +-inf are encodable.
 
@@ -212,7 +238,7 @@ class FloatFormat:
         """
         return self.special == "ieee"
 
-    @property
+    @derived
     def has_nan(self) -> bool:
         """Whether NaN is encodable.
 
@@ -221,7 +247,7 @@ class FloatFormat:
         """
         return self.special != "finite"
 
-    @property
+    @derived
     def has_zero(self) -> bool:
         """Whether zero is encodable (not in formats without subnormals, such as E8M0).
 
@@ -230,7 +256,7 @@ class FloatFormat:
         """
         return self.subnormals
 
-    @property
+    @derived
     def has_negative_zero(self) -> bool:
         """Whether -0 has its own code.
 
@@ -299,7 +325,7 @@ class FloatFormat:
             return self.nan_code
         return self.nan_code | (self.sign_mask if negative else 0)
 
-    @property
+    @derived
     def negative_input_code(self) -> int | None:
         """What a negative number becomes in an unsigned format (NaN, or 0 without NaN); None if signed.
 
@@ -310,7 +336,7 @@ class FloatFormat:
             return None
         return self.nan_code if self.has_nan else 0
 
-    @property
+    @derived
     def zero_input_code(self) -> int:
         """The code 0.0 becomes: zero where the format has one, else NaN (E8M0) or the smallest value.
 
@@ -321,7 +347,7 @@ class FloatFormat:
             return 0
         return self.nan_code
 
-    @property
+    @derived
     def negative_zero_code(self) -> int:
         """The code -0.0 becomes: its own code where -0 exists, +0 in fnuz and unsigned formats.
 
@@ -332,7 +358,7 @@ class FloatFormat:
             return self.sign_mask if self.has_negative_zero else 0
         return self.nan_code if self.has_nan else self.sign_mask  # no zero: NaN, or the smallest value, signed
 
-    @property
+    @derived
     def nan_description(self) -> str:
         """Where this format keeps its NaNs, in words (for teaching output).
 
@@ -342,11 +368,11 @@ class FloatFormat:
         return {"ieee": "top exponent, mantissa != 0", "fn": "the all-ones code",
                 "fnuz": "the negative-zero code", "finite": "none: every code is a number"}[self.special]
 
-    @property
+    @derived
     def _top_field(self) -> int:
         return (1 << self.exponent_bits) - 1
 
-    @property
+    @derived
     def _mantissa_mask(self) -> int:
         return (1 << self.mantissa_bits) - 1
 
@@ -363,7 +389,7 @@ class FloatFormat:
             return math.ldexp(mant, self.emin - m)
         return math.ldexp((1 << m) + mant, exp_field - self.bias - m)
 
-    @property
+    @derived
     def max(self) -> float:
         """Largest finite value.
 
@@ -372,7 +398,7 @@ class FloatFormat:
         """
         return self.code_value(self.max_code)
 
-    @property
+    @derived
     def overflow_threshold(self) -> float:
         """Halfway from ``max`` to the value the next code would have: round-to-nearest overflows beyond it.
 
@@ -384,7 +410,7 @@ class FloatFormat:
         """
         return (self.max + self.code_value(self.max_code + 1)) / 2
 
-    @property
+    @derived
     def min_normal(self) -> float:
         """Smallest positive normal value, ``2^emin``.
 
@@ -393,7 +419,7 @@ class FloatFormat:
         """
         return math.ldexp(1.0, self.emin)
 
-    @property
+    @derived
     def min_subnormal(self) -> float:
         """Smallest positive value (the smallest normal when there are no subnormals).
 
@@ -404,7 +430,7 @@ class FloatFormat:
             return self.min_normal
         return math.ldexp(1.0, self.emin - self.mantissa_bits)
 
-    @property
+    @derived
     def epsilon(self) -> float:
         """Distance from 1.0 to the next larger value, ``2^-mantissa_bits``.
 
@@ -413,7 +439,7 @@ class FloatFormat:
         """
         return math.ldexp(1.0, -self.mantissa_bits)
 
-    @property
+    @derived
     def num_finite(self) -> int:
         """Number of distinct finite values (+0 and -0 counted once).
 
@@ -423,7 +449,7 @@ class FloatFormat:
         positive = self.max_code + 1 - (1 if self.has_zero else 0)
         return positive * (2 if self.signed else 1) + (1 if self.has_zero else 0)
 
-    @property
+    @derived
     def dynamic_range(self) -> float:
         """Decades from the smallest normal to the largest value, ``log10(max / min_normal)``.
 
@@ -432,7 +458,7 @@ class FloatFormat:
         """
         return math.log10(self.max / self.min_normal)
 
-    @property
+    @derived
     def dynamic_range_subnormal(self) -> float:
         """Decades from the smallest subnormal to the largest value.
 
@@ -485,7 +511,7 @@ class IntFormat:
         object.__setattr__(self, "bits", check_int(self.name, "bits", self.bits, minimum=2, maximum=16))
         object.__setattr__(self, "signed", check_bool(self.name, "signed", self.signed))
 
-    @property
+    @derived
     def kind(self) -> str:
         """``"int"`` for integer formats.
 
@@ -494,7 +520,7 @@ class IntFormat:
         """
         return "int"
 
-    @property
+    @derived
     def code_dtype(self) -> np.dtype:
         """The unsigned integer dtype that holds one code.
 
@@ -503,7 +529,7 @@ class IntFormat:
         """
         return np.dtype(np.uint8 if self.bits <= 8 else np.uint16)
 
-    @property
+    @derived
     def max(self) -> float:
         """Largest value.
 
@@ -512,7 +538,7 @@ class IntFormat:
         """
         return float(2 ** (self.bits - 1) - 1 if self.signed else 2**self.bits - 1)
 
-    @property
+    @derived
     def min(self) -> float:
         """Smallest (most negative) value.
 
@@ -521,7 +547,7 @@ class IntFormat:
         """
         return float(-(2 ** (self.bits - 1)) if self.signed else 0)
 
-    @property
+    @derived
     def min_normal(self) -> float:
         """Smallest positive value (1), so integer and float formats share one table.
 
@@ -533,7 +559,7 @@ class IntFormat:
     min_subnormal = min_normal
     epsilon = min_normal
 
-    @property
+    @derived
     def num_finite(self) -> int:
         """Number of values, ``2^bits``.
 
@@ -542,7 +568,7 @@ class IntFormat:
         """
         return 2**self.bits
 
-    @property
+    @derived
     def dynamic_range(self) -> float:
         """Decades from 1 to the largest value.
 

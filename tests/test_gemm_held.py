@@ -3,6 +3,7 @@ decoding the codes, shared with transposes, and handed over (scaled in place, th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import pytest
@@ -110,3 +111,32 @@ def test_a_transpose_keeps_every_field_of_the_qtensor(backend):
         else:
             assert b == a, name
     assert np.array_equal(np.asarray(t.dequantize()), np.asarray(q.dequantize()).T)
+
+
+@pytest.mark.parametrize("ra", range(len(RECIPES)))
+@pytest.mark.parametrize("out_dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("exact", [True, False])
+@pytest.mark.parametrize("kernels", [True, False])
+def test_a_bias_in_the_epilogue_is_the_fp32_result_plus_the_bias_then_rounded(ra, out_dtype, exact, kernels):
+    """scaled_matmul(..., bias=b) == (the FP32 result + b) rounded to out_dtype, bit for bit: per-tensor, per-row,
+    1x128 and MX scales, exact and limited accumulators, with the C kernels' one-pass epilogue and without."""
+    from fp8lab.codec import disable_paths
+    from fp8lab.gemm import Accumulator
+
+    g = torch.Generator().manual_seed(ra)
+    x, w = torch.randn(24, 256, generator=g) * 3, torch.randn(40, 256, generator=g)
+    b = torch.randn(40, generator=g) * 10
+    qa, qb = _q(x, RECIPES[ra], "values"), _q(w, RECIPES[ra], "values").transpose()
+    acc = Accumulator() if exact else Accumulator(mantissa_bits=13, promote_every=32)
+    with contextlib.ExitStack() as stack:
+        if not kernels:
+            stack.enter_context(disable_paths("ckernel"))
+        want = (fl.scaled_matmul(dataclasses.replace(qa), dataclasses.replace(qb), accumulator=acc) + b)
+        got = fl.scaled_matmul(qa, qb, out_dtype, accumulator=acc, bias=b)
+    assert torch.equal(got, want.to(getattr(torch, out_dtype)))
+
+
+def test_a_bias_of_the_wrong_length_is_a_clear_error():
+    q = _q(torch.ones(2, 32), TensorScaling(), None)
+    with pytest.raises(ValueError, match="vector of N = 2 elements"):
+        fl.scaled_matmul(q, q.transpose(), bias=torch.ones(3))

@@ -229,17 +229,20 @@ def test_the_underflow_fraction_counted_on_codes_equals_counting_values(fmt):
         assert flushed_fraction(x.numpy(), fl.quantize_tensor(x.numpy(), f, TensorScaling())) == pytest.approx(want, abs=0)
 
 
-def _general_gemm(a, b, acc, consume=(False, False)):
-    """Fp8Linear's GEMM without its shortcut (operands decoded and scaled by scaled_matmul itself, every time:
-    copies of the QTensors without the values their casts held)."""
+def _general_gemm(a, b, acc, consume=(False, False), bias=None):
+    """Fp8Linear's GEMM without its shortcuts (operands decoded and scaled by scaled_matmul itself, every time:
+    copies of the QTensors without the values their casts held; the bias added by torch afterwards, not in the
+    epilogue's pass)."""
     import dataclasses
     from fp8lab.gemm import scaled_matmul
     from fp8lab.qtensor import QTensor
     if isinstance(a, QTensor) and isinstance(b, QTensor):
-        return scaled_matmul(dataclasses.replace(a), dataclasses.replace(b), accumulator=acc)
-    a = a.dequantize() if isinstance(a, QTensor) else a
-    b = b.dequantize() if isinstance(b, QTensor) else b
-    return a @ b
+        out = scaled_matmul(dataclasses.replace(a), dataclasses.replace(b), accumulator=acc)
+    else:
+        a = a.dequantize() if isinstance(a, QTensor) else a
+        b = b.dequantize() if isinstance(b, QTensor) else b
+        out = a @ b
+    return out if bias is None else out + bias
 
 
 @pytest.mark.parametrize("name", LinearRecipe.names())

@@ -16,9 +16,10 @@ typedef struct {
     int32_t mantissa_bits;   /* m */
     int32_t bias;            /* the format's exponent bias */
     uint32_t max_bits;       /* float32 bits of the format's max */
-    uint32_t max_code;       /* the code of max (magnitude) */
     uint32_t normal_bits;    /* float32 bits of the smallest normal, 2^(1 - bias) */
     int32_t unsigned_zero;   /* fnuz: a value that rounds to zero gets code 0, never the sign bit alone */
+    int32_t special;         /* where NaN and inf are (decode): 0 ieee (top exponent), 1 fn (all-ones code), 2 fnuz
+                                (the negative-zero code) */
 } enc_params;
 
 /* The arguments of a scaled cast (fp8lab_scaled_encode) and of a fused band cast (fp8lab_band_encode), as one
@@ -29,7 +30,6 @@ typedef struct {
     int64_t rows, cols;
     const float *scales;     /* scaled_encode: one float32 scale per block (rows / brows, cols / bcols) */
     int64_t brows, bcols;    /* the block */
-    int32_t clamp;           /* clamp x / scale to +-max first (a block saturates) */
     int32_t reciprocal;      /* multiply by 1 / scale (power-of-two scales: the same operation) */
     float fmt_max;           /* the format's max */
     const enc_params *p;     /* the format's encode parameters */
@@ -50,7 +50,7 @@ typedef struct {
 int64_t fp8lab_cast_args_layout(int64_t *out) {
     const size_t offsets[] = {
         offsetof(cast_args, x), offsetof(cast_args, rows), offsetof(cast_args, cols), offsetof(cast_args, scales),
-        offsetof(cast_args, brows), offsetof(cast_args, bcols), offsetof(cast_args, clamp),
+        offsetof(cast_args, brows), offsetof(cast_args, bcols),
         offsetof(cast_args, reciprocal), offsetof(cast_args, fmt_max), offsetof(cast_args, p),
         offsetof(cast_args, codes), offsetof(cast_args, values), offsetof(cast_args, dequant),
         offsetof(cast_args, transpose_out), offsetof(cast_args, rule), offsetof(cast_args, inv_max),
@@ -66,41 +66,69 @@ static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
 /* TWIN RULE: the Python statement is fp8lab/codec/core.py (encode_bits, saturate=True); both stay, and
-   tests/test_ckernels.py pins them equal on every finite float32 of E4M3, E5M2 and their fnuz variants.
+   tests/test_ckernels.py pins them equal on every finite float32 of E4M3 and E5M2 and on sweeps of every format
+   this kernel serves.
    The saturating, round-to-nearest-even code of a finite float32 (|t| beyond max gives max), and in *value the
-   float32 value of that code. One rounding serves normals and subnormals alike: the quantum of |t|'s binade
-   (the subnormal step below the smallest normal) is q = 2^(E - m), and adding M = 2^23 q to |t| rounds |t| to a
-   multiple of q, ties to even, in float32's own adder (|t| < 2^(E + 1) keeps the sum in M's binade, whose ulp is
-   q). The sum's low bits count the quanta n, and the code is n plus the binade's offset; (sum - M) is the
-   rounded value, exactly. Branch-free, so that the loops vectorize. */
-static inline uint8_t encode_one(float t, uint32_t shift, uint32_t magic, uint32_t max_bits, uint32_t max_code,
-                                 uint32_t normal_bits, uint32_t signed_zero, float *value) {
+   float32 value of that code. |t| is first clamped to max (max is a code's value, so this is the saturation, and
+   below max it changes nothing). One rounding then serves normals and subnormals alike: the quantum of |t|'s
+   binade (the subnormal step below the smallest normal) is q = 2^(E - m), and adding M = 2^23 q to |t| rounds |t|
+   to a multiple of q, ties to even, in float32's own adder (|t| < 2^(E + 1) keeps the sum in M's binade, whose
+   ulp is q). The sum's low bits count the quanta, the code is that count plus the binade's offset, and
+   (sum - M) is the rounded value, exactly. fnuz (a compile-time constant at each call): a value that rounds to
+   zero gets +0, since the negative-zero code is NaN. Branch-free, so that the loops vectorize. */
+static inline __attribute__((always_inline)) uint8_t encode_one(float t, uint32_t shift, uint32_t magic,
+                                                                  uint32_t max_bits, uint32_t normal_bits,
+                                                                  const uint32_t fnuz, float *value) {
     uint32_t u = f2u(t);
-    uint32_t sign = (u >> 24) & 0x80u;
     uint32_t a = u & 0x7FFFFFFFu;
+    a = a < max_bits ? a : max_bits;               /* saturate */
     uint32_t e = a & 0x7F800000u;
     e = e < normal_bits ? normal_bits : e;        /* the binade of the quantum: at least the smallest normal's */
     uint32_t mb = e + magic;                       /* M = 2^23 q: the exponent moved up by 23 - m */
     float big = u2f(mb);
     float sum = u2f(a) + big;                      /* |t| rounded to a multiple of q (ties to even), plus M */
     uint32_t mag = (f2u(sum) - mb) + ((e - normal_bits) >> shift);  /* quanta, plus the binade's code offset */
-    uint32_t mag_value = f2u(sum - big);           /* the rounded |t|: exact, both in M's binade */
-    mag = a >= max_bits ? max_code : mag;          /* beyond max: saturate (garbage above was computed, not used) */
-    mag_value = a >= max_bits ? max_bits : mag_value;
-    uint32_t keep_sign = (mag != 0u) | signed_zero;  /* fnuz: a value that rounds to zero gets +0 (0x80 is NaN) */
-    uint32_t s = keep_sign ? sign : 0u;
-    *value = u2f(mag_value | (s << 24));
-    return (uint8_t)(s | mag);
+    uint32_t sign = u & 0x80000000u;
+    if (fnuz) sign = mag != 0u ? sign : 0u;
+    *value = u2f(f2u(sum - big) | sign);           /* the rounded |t|, exact (both in M's binade), signed */
+    return (uint8_t)(mag | (sign >> 24));
 }
 
-/* one element of the scaled cast: its code, and its value where asked for */
-#define STORE(t_expr, scale) do { \
-        cr[j] = encode_one((t_expr), shift, magic, max_bits, max_code, normal_bits, signed_zero, &v); \
-        if (vr) vr[j] = dequant ? v * (scale) : v; \
-    } while (0)
+/* One row of the scaled cast: cr[j] = encode(xr[j] / scale) (times 1 / scale where the scales are powers of two),
+   vr[j] its value (times the scale with dequant) where vr is not null. Inlined at each call with fnuz constant. */
+static inline __attribute__((always_inline)) void encode_row(
+        const float *restrict xr, int64_t cols, const float *restrict sr, int64_t bcols, int32_t reciprocal,
+        uint8_t *restrict cr, float *restrict vr, int32_t dequant, uint32_t shift, uint32_t magic,
+        uint32_t max_bits, uint32_t normal_bits, const uint32_t fnuz) {
+    float v;
+    if (bcols == 1) {  /* column blocks: a scale per element of the row, the row walked once (a reciprocal per
+                          element would cost a division anyway) */
+        for (int64_t j = 0; j < cols; j++) {
+            cr[j] = encode_one(xr[j] / sr[j], shift, magic, max_bits, normal_bits, fnuz, &v);
+            if (vr) vr[j] = dequant ? v * sr[j] : v;
+        }
+        return;
+    }
+    for (int64_t jb = 0; jb < cols / bcols; jb++) {
+        const float s = sr[jb];
+        const float inv = 1.0f / s;
+        const int64_t j0 = jb * bcols, j1 = j0 + bcols;
+        if (reciprocal) {  /* power-of-two scales: x * 2^-k is x / 2^k, both rounded once */
+            for (int64_t j = j0; j < j1; j++) {
+                cr[j] = encode_one(xr[j] * inv, shift, magic, max_bits, normal_bits, fnuz, &v);
+                if (vr) vr[j] = dequant ? v * s : v;
+            }
+        } else {
+            for (int64_t j = j0; j < j1; j++) {
+                cr[j] = encode_one(xr[j] / s, shift, magic, max_bits, normal_bits, fnuz, &v);
+                if (vr) vr[j] = dequant ? v * s : v;
+            }
+        }
+    }
+}
 
-/* codes[i, j] = encode(x[i, j] / scales[i / brows, j / bcols]) for a contiguous (rows, cols) matrix; with clamp,
-   x / s is clamped to +-max first (as torch's clamp_ before its cast). With values (not NULL), each code's value
+/* codes[i, j] = encode(x[i, j] / scales[i / brows, j / bcols]) for a contiguous (rows, cols) matrix, saturating
+   (what clamping x / s to +-max first, as torch's clamp_ before its cast, gives). With values (not NULL), each code's value
    is written there as well (the rounded x / s: what decoding the code gives), or with dequant that value times
    its scale (one float32 multiply: what scaling the decoded operand in place gives). With transpose_out the
    outputs are written transposed, contiguous (cols, rows): each row is computed into a scratch row, then
@@ -112,55 +140,23 @@ static inline uint8_t encode_one(float t, uint32_t shift, uint32_t magic, uint32
    (total_rows, cols) matrix, or transposed (cols, total_rows) through scratch rows (TILE of them, written
    down the output's columns together). */
 static void encode_rows(const float *restrict x, int64_t nrows, int64_t cols, const float *restrict scales,
-                        int64_t brows, int64_t bcols, int32_t clamp, int32_t reciprocal, float fmt_max,
-                        const enc_params *restrict p, uint8_t *restrict codes, float *restrict values, int32_t dequant,
-                        int32_t transpose_out, int64_t total_rows, int64_t row0, uint8_t *restrict scratch_c,
-                        float *restrict scratch_v) {
+                        int64_t brows, int64_t bcols, int32_t reciprocal, const enc_params *restrict p,
+                        uint8_t *restrict codes, float *restrict values, int32_t dequant, int32_t transpose_out,
+                        int64_t total_rows, int64_t row0, uint8_t *restrict scratch_c, float *restrict scratch_v) {
     const uint32_t shift = 23u - (uint32_t)p->mantissa_bits;
     const uint32_t magic = shift << 23;  /* M = 2^(23 - m) times a binade's first value */
-    const uint32_t max_bits = p->max_bits, max_code = p->max_code, normal_bits = p->normal_bits;
-    const uint32_t signed_zero = p->unsigned_zero ? 0u : 1u;
+    const uint32_t max_bits = p->max_bits, normal_bits = p->normal_bits;
     const int64_t scols = cols / bcols;
-    float v;
     for (int64_t i = 0; i < nrows; i++) {
         const float *restrict xr = x + i * cols;
         const int64_t t = i % TILE;  /* the row's place in the scratch tile */
         float *restrict vr = transpose_out ? (values ? scratch_v + t * cols : 0) : (values ? values + (row0 + i) * cols : 0);
         const float *restrict sr = scales + (i / brows) * scols;
         uint8_t *restrict cr = transpose_out ? scratch_c + t * cols : codes + (row0 + i) * cols;
-        if (bcols == 1) {  /* column blocks: a scale per element of the row, the row walked once */
-            if (clamp) {
-                for (int64_t j = 0; j < cols; j++) {
-                    float t = xr[j] / sr[j];
-                    t = t > fmt_max ? fmt_max : t;
-                    t = t < -fmt_max ? -fmt_max : t;
-                    STORE(t, sr[j]);
-                }
-            } else {  /* (a reciprocal per element would cost a division anyway) */
-                for (int64_t j = 0; j < cols; j++)
-                    STORE(xr[j] / sr[j], sr[j]);
-            }
-        } else {
-            for (int64_t jb = 0; jb < scols; jb++) {
-                const float s = sr[jb];
-                const float inv = 1.0f / s;
-                const int64_t j0 = jb * bcols, j1 = j0 + bcols;
-                if (reciprocal && !clamp) {  /* power-of-two scales: x * 2^-k is x / 2^k, both rounded once */
-                    for (int64_t j = j0; j < j1; j++)
-                        STORE(xr[j] * inv, s);
-                } else if (clamp) {
-                    for (int64_t j = j0; j < j1; j++) {
-                        float t = xr[j] / s;
-                        t = t > fmt_max ? fmt_max : t;
-                        t = t < -fmt_max ? -fmt_max : t;
-                        STORE(t, s);
-                    }
-                } else {
-                    for (int64_t j = j0; j < j1; j++)
-                        STORE(xr[j] / s, s);
-                }
-            }
-        }
+        if (p->unsigned_zero)
+            encode_row(xr, cols, sr, bcols, reciprocal, cr, vr, dequant, shift, magic, max_bits, normal_bits, 1u);
+        else
+            encode_row(xr, cols, sr, bcols, reciprocal, cr, vr, dequant, shift, magic, max_bits, normal_bits, 0u);
         if (transpose_out && (t == TILE - 1 || i == nrows - 1)) {  /* the tile's rows, written down the columns */
             const int64_t first = i - t, n = t + 1;
             for (int64_t j = 0; j < cols; j++) {
@@ -179,8 +175,7 @@ int32_t fp8lab_scaled_encode(const cast_args *a) {
     const float *restrict x = a->x;
     const int64_t rows = a->rows, cols = a->cols, brows = a->brows, bcols = a->bcols;
     const float *restrict scales = a->scales;
-    const int32_t clamp = a->clamp, reciprocal = a->reciprocal, dequant = a->dequant, transpose_out = a->transpose_out;
-    const float fmt_max = a->fmt_max;
+    const int32_t reciprocal = a->reciprocal, dequant = a->dequant, transpose_out = a->transpose_out;
     const enc_params *restrict p = a->p;
     uint8_t *restrict codes = a->codes;
     float *restrict values = a->values;
@@ -191,7 +186,7 @@ int32_t fp8lab_scaled_encode(const cast_args *a) {
         scratch_v = values ? (float *)malloc((size_t)(TILE * cols) * sizeof(float)) : 0;
         if (!scratch_c || (values && !scratch_v)) { free(scratch_c); free(scratch_v); return -1; }
     }
-    encode_rows(x, rows, cols, scales, brows, bcols, clamp, reciprocal, fmt_max, p, codes, values, dequant,
+    encode_rows(x, rows, cols, scales, brows, bcols, reciprocal, p, codes, values, dequant,
                 transpose_out, rows, 0, scratch_c, scratch_v);
     free(scratch_c);
     free(scratch_v);
@@ -244,6 +239,34 @@ void fp8lab_table_decode(const uint8_t *restrict codes, int64_t n, const float *
     for (int64_t i = 0; i < n; i++) values[i] = table[codes[i]];
 }
 
+/* values[i] = the float32 value of codes[i], computed from the code's bits (the inverse of encode_one): a normal
+   code's exponent rebiased and its mantissa moved up, a subnormal's mantissa times the subnormal step (exact), the
+   sign bit moved up; NaN codes give the quiet NaN 0x7FC00000 with the code's sign and ieee's inf codes +-inf, as
+   the codec's table holds them. TWIN RULE: the codec's decode (fp8lab/codec/core.py, decode_codes) is the other
+   statement; tests/test_ckernels.py compares the two on every code of every format this kernel serves. Branch-free
+   (selects), so that the loop vectorizes: a table gather is several times slower here. */
+void fp8lab_arith_decode(const uint8_t *restrict codes, int64_t n, const enc_params *restrict p,
+                         float *restrict values) {
+    const uint32_t m = (uint32_t)p->mantissa_bits, shift = 23u - m;
+    const uint32_t fmask = (1u << m) - 1u, top = 0x7Fu >> m;  /* the all-ones exponent field */
+    const uint32_t rebias = (uint32_t)(127 - p->bias);
+    const float sub_step = u2f(p->normal_bits - (m << 23));  /* 2^(1 - bias - m): a normal float32 */
+    const int32_t special = p->special;
+    for (int64_t i = 0; i < n; i++) {
+        const uint32_t c = codes[i];
+        const uint32_t sign = (c & 0x80u) << 24, mag = c & 0x7Fu;
+        const uint32_t e = mag >> m, f = mag & fmask;
+        const uint32_t normal = ((e + rebias) << 23) | (f << shift);
+        const uint32_t sub = f2u((float)(int32_t)f * sub_step);
+        uint32_t v = (e == 0u ? sub : normal) | sign;
+        const uint32_t is_nan = special == 0 ? (e == top && f != 0u) : special == 1 ? (mag == 0x7Fu) : (c == 0x80u);
+        const uint32_t is_inf = special == 0 && e == top && f == 0u;
+        v = is_inf ? (0x7F800000u | sign) : v;
+        v = is_nan ? (0x7FC00000u | sign) : v;
+        values[i] = u2f(v);
+    }
+}
+
 /* The loop of both flush counts: counts[0] = how many of the n float32 x are nonzero, counts[1] = how many of those
    have ZERO(i) true (their cast is zero). Counted in chunks of 32-bit sums so that the loop vectorizes. */
 #define FLUSH_COUNT(ZERO) do { \
@@ -278,19 +301,26 @@ void fp8lab_flush_count_values(const float *restrict x, const float *restrict v,
     FLUSH_COUNT((vb[i] & 0x7FFFFFFFu) == 0u);
 }
 
-/* The epilogue of a GEMM whose scales are constant along K: out[i, j] = (out[i, j] * sa[i]) * sb[j], in place, for a
-   contiguous (rows, cols) float32 matrix, in one pass: the two float32 products torch's out.mul_(sa).mul_(sb) forms,
-   in the same order. sa_step and sb_step are the scales' strides (0: one scale for every row or column). */
+/* The epilogue of a GEMM whose scales are constant along K: out[i, j] = (out[i, j] * sa[i]) * sb[j], plus bias[j]
+   where bias is not null, in place, for a contiguous (rows, cols) float32 matrix, in one pass: the float32 products
+   and sum torch's out.mul_(sa).mul_(sb).add_(bias) forms, in the same order. sa_step and sb_step are the scales'
+   strides (0: one scale for every row or column). */
 void fp8lab_scale_epilogue(float *restrict out, int64_t rows, int64_t cols, const float *restrict sa, int64_t sa_step,
-                           const float *restrict sb, int64_t sb_step) {
+                           const float *restrict sb, int64_t sb_step, const float *restrict bias) {
     for (int64_t i = 0; i < rows; i++) {
         float *restrict o = out + i * cols;
         const float a = sa[i * sa_step];
         if (sb_step == 0) {
             const float b = sb[0];
-            for (int64_t j = 0; j < cols; j++) o[j] = (o[j] * a) * b;
+            if (bias)
+                for (int64_t j = 0; j < cols; j++) o[j] = (o[j] * a) * b + bias[j];
+            else
+                for (int64_t j = 0; j < cols; j++) o[j] = (o[j] * a) * b;
         } else {
-            for (int64_t j = 0; j < cols; j++) o[j] = (o[j] * a) * sb[j * sb_step];
+            if (bias)
+                for (int64_t j = 0; j < cols; j++) o[j] = (o[j] * a) * sb[j * sb_step] + bias[j];
+            else
+                for (int64_t j = 0; j < cols; j++) o[j] = (o[j] * a) * sb[j * sb_step];
         }
     }
 }
@@ -384,9 +414,9 @@ int64_t fp8lab_band_encode(const cast_args *a) {
             band_sat += saturates;
         }
         n_sat += band_sat;
-        /* 3. the band's codes and values: the scaled cast with these scales (clamped if a block saturates) */
-        encode_rows(x + i0 * cols, brows, cols, scale_out + band * band_blocks, brows, bcols, band_sat != 0, 1,
-                    fmt_max, p, codes, values, dequant, transpose_out, rows, i0, scratch_c, scratch_v);
+        /* 3. the band's codes and values: the scaled cast with these scales (saturating where a block does) */
+        encode_rows(x + i0 * cols, brows, cols, scale_out + band * band_blocks, brows, bcols, 1, p, codes, values,
+                    dequant, transpose_out, rows, i0, scratch_c, scratch_v);
     }
     free(scratch_c);
     free(scratch_v);

@@ -50,15 +50,18 @@ _FLAGS = ["-O3", "-march=native", "-mprefer-vector-width=512", "-ffp-contract=of
 
 class _EncParams(ctypes.Structure):
     _fields_ = [("mantissa_bits", ctypes.c_int32), ("bias", ctypes.c_int32), ("max_bits", ctypes.c_uint32),
-                ("max_code", ctypes.c_uint32), ("normal_bits", ctypes.c_uint32),
-                ("unsigned_zero", ctypes.c_int32)]
+                ("normal_bits", ctypes.c_uint32),
+                ("unsigned_zero", ctypes.c_int32), ("special", ctypes.c_int32)]
+
+#: enc_params.special: where each special-value policy puts NaN and inf (``_kernels.c``, fp8lab_arith_decode).
+_SPECIAL = {"ieee": 0, "fn": 1, "fnuz": 2}
 
 
 class _CastArgs(ctypes.Structure):
     """The arguments of ``fp8lab_scaled_encode`` and ``fp8lab_band_encode``, as ``cast_args`` in ``_kernels.c`` (same order)."""
 
     _fields_ = [("x", ctypes.c_void_p), ("rows", ctypes.c_int64), ("cols", ctypes.c_int64), ("scales", ctypes.c_void_p),
-                ("brows", ctypes.c_int64), ("bcols", ctypes.c_int64), ("clamp", ctypes.c_int32),
+                ("brows", ctypes.c_int64), ("bcols", ctypes.c_int64),
                 ("reciprocal", ctypes.c_int32), ("fmt_max", ctypes.c_float), ("p", ctypes.POINTER(_EncParams)),
                 ("codes", ctypes.c_void_p), ("values", ctypes.c_void_p), ("dequant", ctypes.c_int32),
                 ("transpose_out", ctypes.c_int32), ("rule", ctypes.c_int32), ("inv_max", ctypes.c_float),
@@ -127,13 +130,15 @@ def _bind(lib: Any) -> Any:
     lib.fp8lab_scaled_encode.restype = ctypes.c_int32
     lib.fp8lab_block_amax.argtypes = [ptr, i64, i64, i64, i64, ptr]
     lib.fp8lab_block_amax.restype = i64
+    lib.fp8lab_arith_decode.argtypes = [ptr, i64, ctypes.POINTER(_EncParams), ptr]
+    lib.fp8lab_arith_decode.restype = None
     lib.fp8lab_table_decode.argtypes = [ptr, i64, ptr, ptr]
     lib.fp8lab_table_decode.restype = None
     lib.fp8lab_flush_count.argtypes = [ptr, ptr, i64, ctypes.c_uint32, ptr]
     lib.fp8lab_flush_count.restype = None
     lib.fp8lab_flush_count_values.argtypes = [ptr, ptr, i64, ptr]
     lib.fp8lab_flush_count_values.restype = None
-    lib.fp8lab_scale_epilogue.argtypes = [ptr, i64, i64, ptr, i64, ptr, i64]
+    lib.fp8lab_scale_epilogue.argtypes = [ptr, i64, i64, ptr, i64, ptr, i64, ptr]
     lib.fp8lab_scale_epilogue.restype = None
     lib.fp8lab_transpose_f32.argtypes = [ptr, i64, i64, ptr]
     lib.fp8lab_transpose_f32.restype = None
@@ -185,8 +190,8 @@ def encode_params(fmt: Format) -> _EncParams | None:
     inside float32's (E4M3FN, E5M2, E4M3FNUZ, E5M2FNUZ and custom ones with their layouts).
 
     >>> from fp8lab.registry import get_format
-    >>> p = encode_params(get_format("e4m3")); (p.mantissa_bits, p.bias, hex(p.max_code), hex(p.normal_bits))
-    (3, 7, '0x7e', '0x3c800000')
+    >>> p = encode_params(get_format("e4m3")); (p.mantissa_bits, p.bias, hex(p.max_bits), hex(p.normal_bits))
+    (3, 7, '0x43e00000', '0x3c800000')
     >>> encode_params(get_format("fp4")) is None
     True
     """
@@ -197,23 +202,22 @@ def encode_params(fmt: Format) -> _EncParams | None:
     if not -126 <= 1 - bias <= 127:
         return None
     bits = lambda v: int(np.array(v, dtype=np.float32).view(np.uint32))  # noqa: E731
-    return _EncParams(m, bias, bits(fmt.max), int(fmt.max_code), bits(2.0 ** (1 - bias)),
-                      int(fmt.special == "fnuz"))
+    return _EncParams(m, bias, bits(fmt.max), bits(2.0 ** (1 - bias)),
+                      int(fmt.special == "fnuz"), _SPECIAL[fmt.special])
 
 
 def _ok(t: Any, dtype: Any) -> bool:
     return t.is_cpu and t.dtype == dtype and t.is_contiguous()
 
 
-def scaled_encode(x: Any, scales: Any, block: tuple[int, int], fmt: Format, *, clamp: bool = False,
-                  reciprocal: bool = False, values: bool = False, dequantize: bool = False,
-                  transpose: bool = False) -> Any:
+def scaled_encode(x: Any, scales: Any, block: tuple[int, int], fmt: Format, *, reciprocal: bool = False,
+                  values: bool = False, dequantize: bool = False, transpose: bool = False) -> Any:
     """uint8 codes of ``x / scale`` for a contiguous float32 CPU matrix, each ``block`` sharing a scale (rounded once, as torch divides).
 
-    ``scales`` is float32 (rows / block[0], cols / block[1]); ``clamp`` clamps ``x / scale`` to
-    ``±max`` first (torch's ``clamp_`` before its cast); ``reciprocal`` multiplies by ``1 / scale``
-    instead, which is the same operation when every scale is a power of two. ``x / scale`` must be
-    finite (the caller checks); beyond ``max`` it saturates. ``values=True`` returns ``(codes,
+    ``scales`` is float32 (rows / block[0], cols / block[1]); ``reciprocal`` multiplies by ``1 / scale``
+    instead, which is the same operation when every scale is a power of two. ``x`` must be finite
+    (the caller checks); beyond ``max`` the cast saturates (the codes of torch's ``clamp_`` to
+    ``±max`` before its cast, so a saturating block needs no separate clamp). ``values=True`` returns ``(codes,
     values)``, the codes' float32 values computed in the same pass (the rounded ``x / scale``: what
     :func:`table_decode` of the codes gives); with ``dequantize=True`` each value times its scale (one
     float32 multiply, as ``QTensor.dequantize`` and the K-blocked GEMM's scaling do). ``transpose=True``
@@ -237,7 +241,7 @@ def scaled_encode(x: Any, scales: Any, block: tuple[int, int], fmt: Format, *, c
     codes = torch.empty(shape, dtype=torch.uint8)
     vals = torch.empty(shape, dtype=torch.float32) if values else None
     args = _CastArgs(x=x.data_ptr(), rows=rows, cols=cols, scales=scales.data_ptr(), brows=br, bcols=bc,
-                     clamp=int(clamp), reciprocal=int(reciprocal), fmt_max=float(fmt.max), p=ctypes.pointer(p),
+                     reciprocal=int(reciprocal), fmt_max=float(fmt.max), p=ctypes.pointer(p),
                      codes=codes.data_ptr(), values=vals.data_ptr() if values else None, dequant=int(dequantize),
                      transpose_out=int(transpose))
     if lib.fp8lab_scaled_encode(ctypes.byref(args)):
@@ -273,7 +277,9 @@ def _table(fmt: Format) -> Any:
 
 
 def table_decode(codes: Any, fmt: Format, out: Any = None) -> Any:
-    """float32 values of uint8 CPU ``codes`` of an 8-bit format: one look-up each in the codec's table of all 256 values.
+    """float32 values of uint8 CPU ``codes`` of an 8-bit format, in one C pass: computed from each code's bits for the
+    formats :func:`scaled_encode` serves (``fp8lab_arith_decode``), else one look-up each in the codec's table of all
+    256 values; the same values either way (the tests compare them on every code).
 
     ``out`` is an optional float32 (or int32, reinterpreted) buffer with ``codes.numel()`` elements.
 
@@ -287,7 +293,11 @@ def table_decode(codes: Any, fmt: Format, out: Any = None) -> Any:
         raise ValueError(f"table_decode takes uint8 CPU codes of an 8-bit format ({reason() or 'kernels available'})")
     c = codes.contiguous()
     res = torch.empty(c.shape, dtype=torch.float32) if out is None else out.view(torch.float32).view(c.shape)
-    lib.fp8lab_table_decode(c.data_ptr(), c.numel(), _table(fmt).data_ptr(), res.data_ptr())
+    p = encode_params(fmt)
+    if p is not None:  # the formats the cast serves: decoded from the bits (faster than a table gather)
+        lib.fp8lab_arith_decode(c.data_ptr(), c.numel(), ctypes.byref(p), res.data_ptr())
+    else:
+        lib.fp8lab_table_decode(c.data_ptr(), c.numel(), _table(fmt).data_ptr(), res.data_ptr())
     return res
 
 
@@ -350,9 +360,10 @@ def flush_count_values(x: Any, v: Any) -> tuple[int, int]:
     return int(counts[0]), int(counts[1])
 
 
-def scale_epilogue(out: Any, sa: Any, sb: Any) -> Any:
-    """``out.mul_(sa).mul_(sb)`` in one pass (the same two float32 products per element) for a contiguous float32
-    CPU matrix ``out`` (M, N), ``sa`` (M, 1) and ``sb`` (1, N) float32 CPU scales (broadcast views allowed); returns ``out``.
+def scale_epilogue(out: Any, sa: Any, sb: Any, bias: Any = None) -> Any:
+    """``out.mul_(sa).mul_(sb)`` (then ``.add_(bias)``) in one pass, the same float32 operations per element, for a
+    contiguous float32 CPU matrix ``out`` (M, N), float32 CPU scales ``sa`` (M, 1) and ``sb`` (1, N) (broadcast views
+    allowed) and an optional contiguous float32 ``bias`` (N,); returns ``out``.
 
     >>> import torch
     >>> if available():
@@ -362,12 +373,14 @@ def scale_epilogue(out: Any, sa: Any, sb: Any) -> Any:
     lib = library()
     rows, cols = out.shape
     if (lib is None or not _ok(out, torch.float32) or tuple(sa.shape) != (rows, 1) or tuple(sb.shape) != (1, cols)
-            or sa.dtype != torch.float32 or sb.dtype != torch.float32 or not (sa.is_cpu and sb.is_cpu)):
-        raise ValueError(f"scale_epilogue takes a contiguous float32 CPU matrix (M, N) and float32 CPU scales (M, 1) "
-                         f"and (1, N) ({reason() or 'kernels available'})")
+            or sa.dtype != torch.float32 or sb.dtype != torch.float32 or not (sa.is_cpu and sb.is_cpu)
+            or (bias is not None and (not _ok(bias, torch.float32) or tuple(bias.shape) != (cols,)))):
+        raise ValueError(f"scale_epilogue takes a contiguous float32 CPU matrix (M, N), float32 CPU scales (M, 1) "
+                         f"and (1, N) and a contiguous float32 bias (N,) or None ({reason() or 'kernels available'})")
     if out.numel():
         lib.fp8lab_scale_epilogue(out.data_ptr(), rows, cols, sa.data_ptr(), sa.stride(0) if rows > 1 else 0,
-                                  sb.data_ptr(), sb.stride(1) if cols > 1 else 0)
+                                  sb.data_ptr(), sb.stride(1) if cols > 1 else 0,
+                                  None if bias is None else bias.data_ptr())
     return out
 
 

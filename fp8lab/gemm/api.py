@@ -38,7 +38,7 @@ def _to_numpy(t, dtype: str) -> np.ndarray:
     return t.numpy()
 
 
-def _exact_held(p, qa: QTensor, qb: QTensor, consume: tuple[bool, bool]):
+def _exact_held(p, qa: QTensor, qb: QTensor, consume: tuple[bool, bool], bias=None):
     """:func:`exact_values` with the values the operands hold (``QTensor.held_values``) instead of decoding their codes.
 
     Decoded values serve every GEMM; dequantized ones (value times scale) a K-blocked GEMM only
@@ -52,16 +52,25 @@ def _exact_held(p, qa: QTensor, qb: QTensor, consume: tuple[bool, bool]):
             if h is not None and (not h[1] or p.n_kblocks > 1):
                 vals[i], deq[i], used[i] = values_like_codes(h[0], q.codes), h[1], True
     out = exact_values(p, vals[0], vals[1], consume=(consume[0] and used[0], consume[1] and used[1]),
-                       dequantized=(deq[0], deq[1]))
+                       dequantized=(deq[0], deq[1]), bias=bias)
     for q, c, u in zip((qa, qb), consume, used):
         if c and u:
             q.drop_values()
     return out
 
 
+def _check_bias(bias: Any, p) -> Any:
+    """``bias`` as a float32 torch vector of N on the operands' device (numpy accepted), or a clear error."""
+    b = bias if torch.is_tensor(bias) else torch.from_numpy(np.ascontiguousarray(bias))
+    if b.ndim != 1 or b.shape[0] != p.n or not b.dtype.is_floating_point:
+        raise ValueError(f"bias is a floating-point vector of N = {p.n} elements (one per output column), got "
+                         f"{b.dtype} of shape {tuple(b.shape)}")
+    return b.to(device=p.device, dtype=torch.float32).contiguous()
+
+
 def scaled_matmul(qa: QTensor, qb: QTensor, out_dtype: Any = "float32", *,
                   accumulator: Accumulator | None = None, backend: str = "emulated",
-                  consume: tuple[bool, bool] = (False, False)):
+                  consume: tuple[bool, bool] = (False, False), bias: Any = None):
     """The product ``qa @ qb`` of two quantized matrices (M, K) and (K, N), with their scales applied.
 
     ``out_dtype`` (float32, bfloat16 or float16; a torch dtype, numpy dtype or name) is what the
@@ -75,6 +84,9 @@ def scaled_matmul(qa: QTensor, qb: QTensor, out_dtype: Any = "float32", *,
     exact GEMM reads them instead of decoding its codes (the same bits). ``consume=(a, b)`` hands
     an operand's held values over: a K-blocked GEMM may scale them in place, and they are dropped
     from the QTensor afterwards (the training layer does this for operands no other GEMM reads).
+    ``bias`` (N,) is added to the FP32 result before the rounding to ``out_dtype``, as the
+    epilogue of ``torch._scaled_mm`` and cuBLASLt add it (in the emulated exact GEMM, in the same
+    pass that applies the scales).
 
     >>> import torch
     >>> from fp8lab.codec import encode
@@ -91,13 +103,22 @@ def scaled_matmul(qa: QTensor, qb: QTensor, out_dtype: Any = "float32", *,
     if not (isinstance(consume, tuple) and len(consume) == 2 and all(isinstance(c, bool) for c in consume)):
         raise TypeError(f"consume is a pair of bools (for qa, qb), got {consume!r}")
     p = prepare(qa, qb)
+    b = None if bias is None else _check_bias(bias, p)
     if backend == "native":
         if not acc.exact:
             raise ValueError(f"backend='native' runs the hardware's accumulator; an accumulator model ({acc.describe()}) "
                              "only applies to backend='emulated'. Pass accumulator=Accumulator() (the default)")
-        out = native(p, dtype)
+        if b is None:
+            out = native(p, dtype)
+        else:  # the FP32 result, the bias added, then the rounding to out_dtype
+            out = native(p, "float32").add_(b)
+            out = out if dtype == "float32" else out.to(getattr(torch, dtype))
     else:
-        out = _exact_held(p, qa, qb, consume) if acc.exact else limited(p, acc)
+        if acc.exact:
+            out = _exact_held(p, qa, qb, consume, b)
+        else:
+            out = limited(p, acc)
+            out = out if b is None else out.add_(b)
         if dtype != "float32":
             out = out.to(getattr(torch, dtype))
     return out if p.kind == "torch" else _to_numpy(out, dtype)

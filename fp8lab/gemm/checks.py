@@ -18,7 +18,6 @@ scales).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,11 +56,6 @@ def parse_out_dtype(dtype: Any) -> str:
     return name
 
 
-def _k_block(q: QTensor, axis: int) -> int:
-    """How many elements of K share one scale (clipped to K, so per-tensor gives K)."""
-    return min(q.block[axis], q.shape[axis]) if q.shape[axis] else 1
-
-
 def common_k_block(qa: QTensor, qb: QTensor) -> int:
     """The K-block a scaled GEMM of ``qa @ qb`` works in: the finer of the two, checked to be compatible.
 
@@ -71,8 +65,13 @@ def common_k_block(qa: QTensor, qb: QTensor) -> int:
     >>> common_k_block(qa, qb)
     64
     """
-    k = qa.shape[1]
-    ka, kb = _k_block(qa, 1), _k_block(qb, 0)
+    return _common_k_block(qa.shape[1], qa.block, qb.block)
+
+
+def _common_k_block(k: int, a_block: tuple[int, ...], b_block: tuple[int, ...]) -> int:
+    """:func:`common_k_block` from K and the two blocks."""
+    ka = min(a_block[1], k) if k else 1  # how many elements of K share one scale (clipped to K: per-tensor gives K)
+    kb = min(b_block[0], k) if k else 1
     if ka >= k:
         return kb if k else 1
     if kb >= k:
@@ -80,31 +79,35 @@ def common_k_block(qa: QTensor, qb: QTensor) -> int:
     if ka % kb == 0 or kb % ka == 0:
         return min(ka, kb)
     raise ValueError(
-        f"incompatible K-blocks: qa shares one scale over {ka} elements of K (block {qa.block}), qb over "
-        f"{kb} (block {qb.block}); one must be a multiple of the other (DeepSeek-V3: 1x128 tiles for A, "
+        f"incompatible K-blocks: qa shares one scale over {ka} elements of K (block {a_block}), qb over "
+        f"{kb} (block {b_block}); one must be a multiple of the other (DeepSeek-V3: 1x128 tiles for A, "
         "128x128 blocks for B), or span all of K (per-tensor, per-row/column scales)")
 
 
-def _check_operand(q: Any, name: str, dims: str) -> None:
+def _check_operand(q: Any, name: str, dims: str) -> tuple[int, int]:
+    """Raise a clear error unless ``q`` is a 2-D symmetric QTensor of up to 16 bits with one float scale per block; its shape."""
     if not isinstance(q, QTensor):
         raise TypeError(f"{name} must be a QTensor (codes + scales, e.g. from fp8lab.scaling.quantize_tensor), "
                         f"got {type(q).__name__}")
-    if len(q.shape) != 2:
-        raise ValueError(f"{name} must be a 2-D QTensor of shape {dims}, got shape {q.shape}")
+    shape = tuple(q.codes.shape)
+    if len(shape) != 2:
+        raise ValueError(f"{name} must be a 2-D QTensor of shape {dims}, got shape {shape}")
     if q.format.bits > 16:
         raise ValueError(f"{name} has format {q.format.name} ({q.format.bits} bits); scaled_matmul takes formats "
                          "up to 16 bits (FP8, FP6, FP4, INT8, ...)")
     if q.zero_point is not None:
         raise ValueError(f"{name} has a zero point (asymmetric quantization); scaled_matmul supports symmetric "
                          "scales only: x = decode(codes) * scales")
-    want = tuple(math.ceil(n / b) if n else 0 for n, b in zip(q.shape, q.block))
+    block = q.block
+    want = tuple(-(-n // b) if n else 0 for n, b in zip(shape, block))  # ceil(n / b), in integers
     got = tuple(q.scales.shape)
     if got != want:
-        raise ValueError(f"{name}'s scales have shape {got}, but {q.shape} in blocks {q.block} needs {want} "
+        raise ValueError(f"{name}'s scales have shape {got}, but {shape} in blocks {block} needs {want} "
                          "(one scale per block: scales.shape[i] == ceil(shape[i] / block[i]))")
     dt = q.scales.dtype
     if (is_torch(q.scales) and not dt.is_floating_point) or (not is_torch(q.scales) and np.dtype(dt).kind != "f"):
         raise TypeError(f"{name}'s scales must be floating point (float32), got {dt}")
+    return shape
 
 
 @dataclass
@@ -149,6 +152,12 @@ def _as_torch(x: Any):
     return x if is_torch(x) else torch.from_numpy(np.ascontiguousarray(x))
 
 
+def _scales_on(s: Any, dev: Any):
+    """Scales as float32 torch on ``dev`` (the tensor itself where it is one already)."""
+    s = _as_torch(s)
+    return s if s.dtype == torch.float32 and s.device == dev else s.to(device=dev, dtype=torch.float32)
+
+
 def _gather(s, rows: int, row_block: int, own_k_block: int, g: int, n_kb: int):
     """Scales (rows/row_block, K/own_k_block) as one per row and one per K-chunk of ``g`` elements (maybe a broadcast view)."""
     if max(row_block, 1) == 1 and max(own_k_block, 1) == g and tuple(s.shape) == (rows, n_kb):
@@ -171,9 +180,8 @@ def prepare(qa: QTensor, qb: QTensor) -> Problem:
     """
     if torch is None:  # pragma: no cover - torch is a dependency of the gemm layer
         raise ImportError("fp8lab.gemm needs torch (pip install torch)")
-    _check_operand(qa, "qa", "(M, K)")
-    _check_operand(qb, "qb", "(K, N)")
-    (m, k), (k2, n) = qa.shape, qb.shape
+    (m, k) = _check_operand(qa, "qa", "(M, K)")
+    (k2, n) = _check_operand(qb, "qb", "(K, N)")
     if k != k2:
         raise ValueError(f"inner dimensions do not match: qa is (M, K) = {qa.shape}, qb is (K, N) = {qb.shape}; "
                          f"qb must have {k} rows")
@@ -183,13 +191,13 @@ def prepare(qa: QTensor, qb: QTensor) -> Problem:
                         "pass both as numpy arrays or both as torch tensors")
     if ta and qa.codes.device != qb.codes.device:
         raise ValueError(f"qa is on {qa.codes.device} but qb is on {qb.codes.device}; put both on one device")
-    g = common_k_block(qa, qb)
-    n_kb = math.ceil(k / g)
+    g = _common_k_block(k, qa.block, qb.block)
+    n_kb = -(-k // g)
     a_codes, b_codes = _as_torch(qa.codes), _as_torch(qb.codes)
     dev = a_codes.device
-    a_scales = _as_torch(qa.scales).to(device=dev, dtype=torch.float32)
-    b_scales = _as_torch(qb.scales).to(device=dev, dtype=torch.float32)
+    a_scales, b_scales = _scales_on(qa.scales, dev), _scales_on(qb.scales, dev)
     sa = _gather(a_scales, m, qa.block[0], qa.block[1], g, n_kb)            # (M, n_kb)
-    sb = _gather(b_scales.t(), n, qb.block[1], qb.block[0], g, n_kb).t().contiguous()  # (n_kb, N)
+    sbt = _gather(b_scales.t(), n, qb.block[1], qb.block[0], g, n_kb)       # (N, n_kb)
+    sb = sbt.t() if sbt.stride() == (0, 0) else sbt.t().contiguous()       # (n_kb, N); one scale stays a view
     return Problem("torch" if ta else "numpy", m, k, n, g, a_codes, b_codes, qa.format, qb.format,
                    sa, sb, tuple(qa.block), tuple(qb.block), a_scales, b_scales)

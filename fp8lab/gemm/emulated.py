@@ -60,17 +60,19 @@ def _scale_k_blocks_(va, vb, p: Problem) -> None:
             vb[full:].mul_(p.sb[nkb - 1:nkb])
 
 
-def _epilogue(out, p: Problem):
-    """``out * sa * sb`` in place (row scales, then column scales: two float32 products per element, in that order).
+def _epilogue(out, p: Problem, bias=None):
+    """``out * sa * sb`` (``+ bias``) in place: row scales, then column scales, then the bias, each a float32 operation
+    per element, in that order.
 
-    On the CPU the C kernels do both products in one pass over ``out`` (the same bits: the codec's path switches
-    turn them off, as for decoding), elsewhere two torch multiplications.
+    On the CPU the C kernels do it in one pass over ``out`` (the same bits: the codec's path switches
+    turn them off, as for decoding), elsewhere torch's in-place operations.
     """
-    if out.is_cpu and out.is_contiguous() and "ckernel" not in path_policy()[1] and ckernels.available():
-        return ckernels.scale_epilogue(out, p.sa, p.sb)
+    if out.is_cpu and out.is_contiguous() and "ckernel" not in path_policy()[1] and ckernels.available() and \
+            (bias is None or (bias.is_cpu and bias.is_contiguous() and bias.dtype == torch.float32)):
+        return ckernels.scale_epilogue(out, p.sa, p.sb, bias)
     out.mul_(p.sa)
     out.mul_(p.sb)
-    return out
+    return out if bias is None else out.add_(bias)
 
 
 def exact(p: Problem):
@@ -87,14 +89,15 @@ def exact(p: Problem):
 
 
 def exact_values(p: Problem, va=None, vb=None, *, consume: tuple[bool, bool] = (False, False),
-                 dequantized: tuple[bool, bool] = (False, False)):
+                 dequantized: tuple[bool, bool] = (False, False), bias=None):
     """:func:`exact` with either operand's float32 values given (decoded by the caller, who may reuse them).
 
     Given values are read, never modified, unless ``consume`` says so for that operand (A, B): then
     the caller hands them over and a K-blocked GEMM scales them in place instead of on a copy. For a
     K-blocked problem ``dequantized`` says which given operands already hold decoded value times
     scale (``QTensor.dequantize()``, what the scaling here computes). The others are decoded here.
-    The result is the same as :func:`exact`'s, bit for bit.
+    The result is the same as :func:`exact`'s, bit for bit. ``bias`` (float32 (N,), on the device) is
+    added to the FP32 result last, in the epilogue's pass where there is one.
 
     >>> import torch
     >>> from fp8lab.codec import encode
@@ -106,7 +109,8 @@ def exact_values(p: Problem, va=None, vb=None, *, consume: tuple[bool, bool] = (
     True
     """
     if p.k == 0 or p.m == 0 or p.n == 0:
-        return torch.zeros(p.m, p.n, dtype=torch.float32, device=p.device)
+        out = torch.zeros(p.m, p.n, dtype=torch.float32, device=p.device)
+        return out if bias is None else out.add_(bias)
     own_a, own_b = va is None, vb is None
     deq_a, deq_b = (bool(dequantized[0]) and not own_a), (bool(dequantized[1]) and not own_b)
     va = decode_values(p.a_codes, p.a_format, slot="a") if own_a else va
@@ -115,12 +119,13 @@ def exact_values(p: Problem, va=None, vb=None, *, consume: tuple[bool, bool] = (
         if deq_a or deq_b:
             raise ValueError("dequantized operands are for K-blocked GEMMs; with one K-block the scales are applied "
                              "to the result, so give the decoded values")
-        return _epilogue(va @ vb, p)
+        return _epilogue(va @ vb, p, bias)
     # K-blocks: scale the operands; our own buffers (workspace or fresh) in place, a caller's values on a copy
     va = va if own_a or consume[0] or deq_a else va.clone()
     vb = vb if own_b or consume[1] or deq_b else vb.clone()
     _scale_k_blocks_(None if deq_a else va, None if deq_b else vb, p)
-    return va @ vb
+    out = va @ vb
+    return out if bias is None else out.add_(bias)
 
 
 def check_accumulator(acc: Accumulator, p: Problem) -> int:

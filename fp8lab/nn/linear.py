@@ -228,17 +228,19 @@ def _same_blocks_turned(scaling: Any, shape: tuple[int, int]) -> bool:
     return tuple(scaling.block_for(shape[::-1]))[::-1] == tuple(scaling.block_for(shape))
 
 
-def _gemm(a: Any, b: Any, acc: Any, consume: tuple[bool, bool] = (False, False)) -> torch.Tensor:
-    """``a @ b`` through ``scaled_matmul`` when both are QTensors, else an FP32 matmul of the (dequantized) values.
+def _gemm(a: Any, b: Any, acc: Any, consume: tuple[bool, bool] = (False, False), bias: Any = None) -> torch.Tensor:
+    """``a @ b`` (``+ bias``) through ``scaled_matmul`` when both are QTensors, else an FP32 matmul of the (dequantized) values.
 
     ``consume`` hands over the values an operand holds from its cast (no other GEMM reads them):
-    a K-blocked GEMM may then scale them in place instead of on a copy.
+    a K-blocked GEMM may then scale them in place instead of on a copy. The bias is added to the
+    FP32 result, in the epilogue's pass where the GEMM has one.
     """
     if isinstance(a, QTensor) and isinstance(b, QTensor):
-        return scaled_matmul(a, b, accumulator=acc, consume=consume)
+        return scaled_matmul(a, b, accumulator=acc, consume=consume, bias=bias)
     a = a.dequantize() if isinstance(a, QTensor) else a
     b = b.dequantize() if isinstance(b, QTensor) else b
-    return a @ b
+    out = a @ b
+    return out if bias is None else out.add_(bias)
 
 
 def _pack_input(layer: "Fp8Linear", x2: torch.Tensor, qx: Any, bad_x: bool) -> tuple | None:
@@ -289,7 +291,7 @@ def _unpack_input(how: tuple, tensors: tuple) -> Any:
 
 
 class _Fp8LinearFunction(torch.autograd.Function):
-    """``x @ W^T`` with the recipe's three GEMMs (bias added outside, in FP32).
+    """``x @ W^T + b`` with the recipe's three GEMMs (the bias added to the FP32 result, in the epilogue).
 
     Where the C kernels cast a role, they also give its values (the decoded codes, or for an
     operand used once in a K-blocked GEMM the dequantized values), which go to the GEMM instead of
@@ -301,7 +303,8 @@ class _Fp8LinearFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x2: torch.Tensor, weight: torch.Tensor, layer: "Fp8Linear") -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx, x2: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,  # type: ignore[override]
+                layer: "Fp8Linear") -> torch.Tensor:
         r = layer.recipe
         reuse_x = bool(ctx.needs_input_grad[1] and r.fprop.exact and r.wgrad.exact
                        and _same_turned(r.input, tuple(x2.shape)))  # wgrad reads the same input QTensor
@@ -330,9 +333,12 @@ class _Fp8LinearFunction(torch.autograd.Function):
         if reuse_x and isinstance(qx, QTensor) and qx.held_values() is None:
             qx.hold_values()  # both GEMMs read this operand: decoded once here, for both
         # values no other GEMM reads are handed over (a K-blocked GEMM scales them in place)
-        y = _gemm(qx, _t(qw), r.fprop, consume=(not reuse_x, not (reuse_w or cache is not None)))
-        if bad_x or bad_w:
+        bad = bad_x or bad_w
+        y = _gemm(qx, _t(qw), r.fprop, consume=(not reuse_x, not (reuse_w or cache is not None)),
+                  bias=None if bad else bias)
+        if bad:  # (y + 0 * the FP32 product) + b: the order the bias had outside the GEMM
             y = y + 0.0 * (x2 @ weight.t())
+            y = y if bias is None else y + bias
         return y
 
     @staticmethod
@@ -394,7 +400,8 @@ class _Fp8LinearFunction(torch.autograd.Function):
                     xs = xin.dequantize() if isinstance(xin, QTensor) else xin
                 dw = dw + 0.0 * (dy.t() @ xs)
         ctx.qx = ctx.qw = ctx.cache = ctx.packed = None
-        return dx, dw, None
+        db = dy.sum(0) if ctx.needs_input_grad[2] else None  # as nn.Linear's: dy summed over the tokens in FP32
+        return dx, dw, db, None
 
 
 class Fp8Linear(torch.nn.Linear):
@@ -640,10 +647,11 @@ class Fp8Linear(torch.nn.Linear):
                     if len(self._pending) > 256:  # forwards whose backward never ran
                         del self._pending[0]
             try:
-                y = _Fp8LinearFunction.apply(x2, self.weight, self)
+                y = _Fp8LinearFunction.apply(x2, self.weight, self.bias, self)
             finally:
                 rt["_replay"] = rt["_token"] = rt["_wmode"] = None
                 rt["_quiet"] = False
+            return y.reshape(*lead, self.out_features)
         y = y.reshape(*lead, self.out_features)
         return y + self.bias if self.bias is not None else y
 

@@ -152,12 +152,12 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
     if not on_cpu:
         s_x = s_x.to(x.device)
     n_sat = int(saturated.sum())
-    if kernel:  # one C pass: x / scale (clamped where a block saturates), cast; as torch's division and cast
+    if kernel:  # one C pass: x / scale, saturating cast; as torch's division, clamp_ (where a block saturates) and cast
         s_base = torch.from_numpy(np.ascontiguousarray(scales.T)) if flip else s_x
         # scales stored as E8M0 are powers of two: then x * (1 / scale) is x / scale exactly
         pow2 = getattr(ss.scale_format, "name", ss.scale_format) in ("e8m0", "float8_e8m0fnu")
-        got = ckernels.scaled_encode(base, s_base, pl.bblock, fmt, clamp=bool(n_sat), reciprocal=pow2,
-                                     values=want_values, dequantize=dequantize, transpose=flip and contiguous)
+        got = ckernels.scaled_encode(base, s_base, pl.bblock, fmt, reciprocal=pow2, values=want_values,
+                                     dequantize=dequantize, transpose=flip and contiguous)  # saturating: no clamp
         codes, vals = got if want_values else (got, None)
         flip = flip and not contiguous  # written in the tensor's own layout
     else:
