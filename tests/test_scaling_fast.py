@@ -406,10 +406,16 @@ def test_the_fused_mx_cast_gives_the_values_and_dequantized_values_of_its_qtenso
 
 
 def test_a_fused_scale_out_of_range_takes_the_general_path_and_its_error():
-    """A power-of-two scale beyond 2^127 (a huge margin): the fused kernel steps aside and quantize_tensor says why."""
+    """A scale beyond 2^127 or float32's max (a huge margin): the fused kernel steps aside and quantize_tensor says why."""
     x = torch.full((4, 64), 1e30)
     with pytest.raises(ValueError, match="beyond float32's range"):
         quantize_tensor(x, "e4m3", AxisScaling(pow2=True, margin=120))
     with pytest.raises(ValueError, match="2\\^127"):  # within float32, beyond the largest power of two UE8M0 holds
         quantize_tensor(torch.full((4, 64), 1e38), "e4m3", AxisScaling(pow2=True, margin=10))
     assert quantize_fast(x, fl.get_format("e4m3"), AxisScaling(pow2=True, margin=120)) is None
+    for recipe in (TensorScaling(margin=120), AxisScaling(margin=120), BlockScaling((1, 32), margin=120)):
+        # float32 scales (the fused kernel's rule 2): beyond float32's max, the general path says so
+        assert fl.which_scaling_path(x, "e4m3", recipe) == "fused_band"
+        assert quantize_fast(x, fl.get_format("e4m3"), recipe) is None
+        with pytest.raises(ValueError, match="beyond float32's range"):
+            quantize_tensor(x, "e4m3", recipe)

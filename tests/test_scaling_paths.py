@@ -37,8 +37,8 @@ def _expected(x, fmt: str, recipe) -> str:
     if x.ndim != 2 or not KERNELS:
         return "torch"
     rule = (type(recipe) is MXScaling and recipe.scale_rounding == "rceil") or \
-        (type(recipe) in (AxisScaling, BlockScaling) and recipe.pow2)
-    return "fused_band" if rule and 1 in block else "ckernel"
+        type(recipe) in (TensorScaling, AxisScaling, BlockScaling)  # float or power-of-two scales, any block
+    return "fused_band" if rule else "ckernel"
 
 
 CASES = [

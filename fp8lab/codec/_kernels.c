@@ -6,6 +6,7 @@
  * one float32 at a time; its parameters come from the format's dataclass. The tests compare it with
  * torch's cast on every finite float32 (tests/test_ckernels.py).
  */
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -339,19 +340,21 @@ void fp8lab_transpose_f32(const float *restrict x, int64_t rows, int64_t cols, f
     }
 }
 
-/* A band-local scaled cast fused: for each band of brows rows (blocks of (1, bcols) or (brows, 1)), each block's
-   amax, its scale by the rule, then the band's codes of x / scale (clamped to +-max in a block whose amax / scale
-   exceeds max in float64) and values (or dequantized values) as fp8lab_scaled_encode writes them, while the band
-   is in cache. Rules (each the Python one, fp8lab/scaling):
+/* A band-local scaled cast fused: for each band of brows rows (blocks of (brows, bcols): rows, columns, 1xN tiles,
+   NxN blocks, or the whole matrix as one band), each block's amax, its scale by the rule, then the band's codes of
+   x / scale (clamped to +-max in a block whose amax / scale exceeds max in float64) and values (or dequantized
+   values) as fp8lab_scaled_encode writes them, while the band is in cache (a band of a few rows) or in one call. Rules (each the Python one, fp8lab/scaling):
      0  OCP MX rceil (mx_scale_exponents, MXScaling.compute_scales): k from the float32 product amax * inv_max
         rounded up to a power of two (a subnormal product: 2^-126 above 2^-127, else 2^-127; a zero block
         2^-127), k clamped to [-127, 127]; scale 2^k, scale code k + 127;
      1  power-of-two float scales (float_scales(pow2=True)): amax * margin_scale / max in float64 rounded up to
-        a power of two (frexp), its exponent clamped to [-127, 127]; a zero block gets 1.0.
+        a power of two (frexp), its exponent clamped to [-127, 127]; a zero block gets 1.0;
+     2  float32 scales (float_scales(pow2=False)): amax * margin_scale / max in float64, kept at or above the
+        smallest normal float32 and rounded up to a float32; a zero block gets 1.0; x is divided by the scale.
    Outputs per block (shape (rows / brows, cols / bcols)): amax, scale, and for rule 0 the scale code. Returns
    the number of saturated blocks, or -1 if x holds an inf or NaN, -2 if the scratch rows could not be
-   allocated, -3 if a rule-1 scale would pass 2^127 (nothing is meaningful then: the caller takes the general
-   path, which says why). */
+   allocated, -3 if a rule-1 scale would pass 2^127 or a rule-2 scale float32's max (nothing is meaningful then:
+   the caller takes the general path, which says why). */
 int64_t fp8lab_band_encode(const cast_args *a) {
     const float *restrict x = a->x;
     const int64_t rows = a->rows, cols = a->cols, brows = a->brows, bcols = a->bcols;
@@ -397,6 +400,16 @@ int64_t fp8lab_band_encode(const cast_args *a) {
                 k = k < -127 ? -127 : (k > 127 ? 127 : k);
                 s = k == -127 ? u2f(0x00400000u) : u2f((uint32_t)(k + 127) << 23);
                 scode_out[band * band_blocks + b] = (uint8_t)(k + 127);
+            } else if (rule == 2) {  /* TWIN RULE: fp8lab/scaling/scales.py float_scales(pow2=False); pinned as above */
+                if (a32 > 0.0f) {
+                    double sd = (double)a32 * margin_scale / (double)fmt_max;
+                    if (sd > (double)FLT_MAX) { free(scratch_c); free(scratch_v); return -3; }
+                    sd = sd < (double)FLT_MIN ? (double)FLT_MIN : sd;  /* at least the smallest normal float32 */
+                    s = (float)sd;                                     /* rounded to nearest, then up if below */
+                    if ((double)s < sd) s = nextafterf(s, INFINITY);
+                } else {
+                    s = 1.0f;
+                }
             } else if (a32 > 0.0f) {  /* TWIN RULE: fp8lab/scaling/scales.py float_scales(pow2=True); pinned as above */
                 double sd = (double)a32 * margin_scale / (double)fmt_max;
                 if (sd > 0x1p127) { free(scratch_c); free(scratch_v); return -3; }
@@ -415,8 +428,8 @@ int64_t fp8lab_band_encode(const cast_args *a) {
         }
         n_sat += band_sat;
         /* 3. the band's codes and values: the scaled cast with these scales (saturating where a block does) */
-        encode_rows(x + i0 * cols, brows, cols, scale_out + band * band_blocks, brows, bcols, 1, p, codes, values,
-                    dequant, transpose_out, rows, i0, scratch_c, scratch_v);
+        encode_rows(x + i0 * cols, brows, cols, scale_out + band * band_blocks, brows, bcols, rule != 2, p, codes,
+                    values, dequant, transpose_out, rows, i0, scratch_c, scratch_v);  /* rule 2: x / scale */
     }
     free(scratch_c);
     free(scratch_v);

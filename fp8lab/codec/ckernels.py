@@ -401,20 +401,22 @@ def transposed(x: Any) -> Any:
 
 
 #: The scale rules :func:`band_encode` computes in C, each the Python one it reproduces.
-BAND_RULES = {"mx_rceil": 0, "pow2": 1}
+BAND_RULES = {"mx_rceil": 0, "pow2": 1, "float": 2}
 
 
 def band_encode(x: Any, block: tuple[int, int], fmt: Format, rule: str, *, margin: int = 0, values: bool = False,
                 dequantize: bool = False, transpose: bool = False) -> tuple | None:
-    """A band-local scaled cast fused in one pass per band of rows: codes, values, and per block amax, scale, E8M0 code.
+    """A scaled cast fused in one C call, band of rows by band of rows: codes, values, and per block amax, scale, E8M0 code.
 
-    ``block`` is ``(1, n)`` or ``(n, 1)`` of a contiguous float32 CPU matrix; ``rule`` is
-    ``"mx_rceil"`` (:func:`fp8lab.scaling.mx.mx_scale_exponents`'s ``rceil`` and MXScaling's E8M0
-    table) or ``"pow2"`` (:func:`fp8lab.scaling.scales.float_scales` with ``pow2=True`` and
-    ``margin``). Returns ``(codes, values or None, amax, scales, scale_codes or None,
-    saturated_blocks)`` (numpy per block), or None where only the general path can (an inf or NaN,
-    or a scale beyond 2^127). The cast is :func:`scaled_encode`'s; ``tests/test_scaling_fast.py``
-    compares the QTensor with the general path's.
+    ``block`` divides the contiguous float32 CPU matrix (rows, columns, 1xN tiles, NxN blocks or
+    the whole matrix; a band is ``block[0]`` rows); ``rule`` is ``"mx_rceil"``
+    (:func:`fp8lab.scaling.mx.mx_scale_exponents`'s ``rceil`` and MXScaling's E8M0 table),
+    ``"pow2"`` (:func:`fp8lab.scaling.scales.float_scales` with ``pow2=True`` and ``margin``) or
+    ``"float"`` (``float_scales`` with ``pow2=False``: float32 scales, x divided by them). Returns
+    ``(codes, values or None, amax, scales, scale_codes or None, saturated_blocks)`` (numpy per
+    block), or None where only the general path can (an inf or NaN, or a scale beyond 2^127 or
+    float32's range). The cast is :func:`scaled_encode`'s; ``tests/test_scaling_fast.py`` compares
+    the QTensor with the general path's.
 
     >>> import torch
     >>> from fp8lab.registry import get_format
@@ -425,9 +427,8 @@ def band_encode(x: Any, block: tuple[int, int], fmt: Format, rule: str, *, margi
     lib, p = library(), encode_params(fmt)
     rows, cols = x.shape
     br, bc = block
-    if lib is None or p is None or rule not in BAND_RULES or not _ok(x, torch.float32) or rows % br or cols % bc \
-            or (br != 1 and bc != 1):
-        raise ValueError(f"band_encode takes a contiguous float32 CPU matrix of whole (1, n) or (n, 1) blocks, an 8-bit "
+    if lib is None or p is None or rule not in BAND_RULES or not _ok(x, torch.float32) or rows % br or cols % bc:
+        raise ValueError(f"band_encode takes a contiguous float32 CPU matrix of whole blocks, an 8-bit "
                          f"format and a rule of {sorted(BAND_RULES)}, got {tuple(x.shape)} in blocks {block}, {fmt.name}, "
                          f"{rule!r} ({reason() or 'kernels available'})")
     shape = (cols, rows) if transpose else (rows, cols)

@@ -180,11 +180,11 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
 
 def _band(base: Any, fmt: Format, recipe: Recipe, rule: str, plan: _Plan, flip: bool, want_values: bool,
           dequantize: bool, contiguous: bool) -> tuple[QTensor, Any] | None:
-    """:func:`_quantize_fast` with amax, scales and cast fused in C for blocks that lie along rows or columns.
+    """:func:`_quantize_fast` with amax, scales and cast fused in one C call, a band of rows at a time.
 
     The C kernel applies the recipe's scale rule (``mx_scale_exponents``' rceil and the E8M0 table,
-    or ``float_scales(pow2=True)``) to each band of rows while it is in cache; the QTensor is the one
-    the two-pass path builds.
+    or ``float_scales`` with or without ``pow2``) to each band of rows while it is in cache; the
+    QTensor is the one the two-pass path builds.
     """
     got = ckernels.band_encode(base, plan.bblock, fmt, rule, margin=getattr(recipe, "margin", 0), values=want_values,
                                dequantize=dequantize, transpose=flip and contiguous)
@@ -198,6 +198,6 @@ def _band(base: Any, fmt: Format, recipe: Recipe, rule: str, plan: _Plan, flip: 
         vals = vals.t() if vals is not None else None
     extra = {} if codes_b is None else {"scale_codes": np.ascontiguousarray(codes_b.T) if flip else codes_b}
     info = QuantInfo.of(float(amax.max()), 0, n_sat, **extra)
-    q = QTensor._trusted(codes, torch.from_numpy(scales), fmt, scaling=recipe, block=plan.block, scale_format="e8m0",
-                         tensor_scale=None, info=info)
+    q = QTensor._trusted(codes, torch.from_numpy(scales), fmt, scaling=recipe, block=plan.block,
+                         scale_format="float32" if rule == "float" else "e8m0", tensor_scale=None, info=info)
     return q, vals

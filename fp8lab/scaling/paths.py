@@ -18,7 +18,7 @@ cast (codec path ``torch_cast``), and the C kernel paths the codec's ``ckernel``
 
 >>> import torch
 >>> from fp8lab.scaling.recipes import TensorScaling
->>> which_path(torch.ones(8, 128), "e4m3", TensorScaling()) in ("ckernel", "torch")
+>>> which_path(torch.ones(8, 128), "e4m3", TensorScaling()) in ("fused_band", "torch")
 True
 >>> with force_path("general"):
 ...     which_path(torch.ones(8, 128), "e4m3", TensorScaling())
@@ -169,12 +169,15 @@ def band_rule(recipe: Recipe) -> str | None:
     """The C kernels' fused scale rule for ``recipe`` (its scales computed as its own ``compute_scales`` does), or None.
 
     >>> band_rule(MXScaling(scale_rounding="rceil")), band_rule(AxisScaling(pow2=True)), band_rule(TensorScaling())
-    ('mx_rceil', 'pow2', None)
+    ('mx_rceil', 'pow2', 'float')
+    >>> band_rule(MXScaling()) is None
+    True
     """
     if type(recipe) is MXScaling and recipe.scale_rounding == "rceil":
         return "mx_rceil"  # Transformer Engine's MXFP8
-    if type(recipe) in (AxisScaling, BlockScaling) and recipe.pow2:
-        return "pow2"  # torchao's rowwise, DeepSeek-V3.1's UE8M0 tiles
+    if type(recipe) in (TensorScaling, AxisScaling, BlockScaling):
+        # torchao's rowwise and DeepSeek-V3.1's UE8M0 tiles (pow2); per-tensor current scaling, DeepSeek-V3's tiles
+        return "pow2" if recipe.pow2 else "float"
     return None
 
 
@@ -224,9 +227,7 @@ def _fused_band(r: ScalingRequest) -> str | None:
     if why is not None:
         return why
     if band_rule(r.recipe) is None:
-        return "fuses only MX rceil scales and power-of-two row, column or 1xN scales"
-    if 1 not in _plan(r.recipe, r.shape, r.transposed).bblock:
-        return "needs blocks along rows or columns"
+        return "fuses the float and power-of-two scales of per-tensor, row, column and block scaling, and MX rceil"
     return None
 
 
@@ -253,8 +254,9 @@ class ScalingPath:
 
 #: Every way to serve ``quantize_tensor``, in order of preference.
 SCALING_PATHS: tuple[ScalingPath, ...] = (
-    ScalingPath("fused_band", "one C pass per band of rows: amax, the recipe's scale rule and the cast "
-                "(MX rceil; power-of-two row/column scales; ckernels.band_encode)", _fused_band),
+    ScalingPath("fused_band", "one C call, band of rows by band: amax, the recipe's scale rule and the cast "
+                "(per-tensor, row, column, block scales, float or power-of-two; MX rceil; ckernels.band_encode)",
+                _fused_band),
     ScalingPath("ckernel", "two C passes: the blocks' amax (with a finite check), then x / scale cast "
                 "(ckernels.block_amax, scaled_encode)", _ckernel),
     ScalingPath("torch", "a handful of torch operations: blocked amax, one division, a clamp where a block "
