@@ -111,3 +111,26 @@ def test_numpy_and_torch_agree_on_any_input(case, x):
     assert qn.info["nonfinite_blocks"] == qt.info["nonfinite_blocks"]
     if np.all(np.abs(x) < 1e38):  # nearer float32's max, a value may round up past it and dequantise to inf
         assert np.isfinite(qn.dequantize()).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(history_len=st.integers(1, 12),
+       pushes=st.lists(st.one_of(st.sampled_from([0.0, -0.0, 1.0, 2.0, float("inf"), float("nan")]),
+                                 st.floats(0, 1e6, allow_nan=False)), max_size=60),
+       reset_at=st.integers(-1, 60))
+def test_the_running_window_max_is_the_max_over_the_history(history_len, pushes, reset_at):
+    """AmaxHistory keeps the window's max as it goes (no pass over the history each step): after every push it is
+    the max of the recorded amaxes, NaN while one is recorded, None for an empty history, across resets."""
+    from fp8lab.scaling.delayed import AmaxHistory
+
+    h = AmaxHistory(history_len)
+    assert h.window_max() is None
+    for i, a in enumerate(pushes):
+        if i == reset_at:
+            h.reset()
+        h.push(a)
+        got, window = h.window_max(), h.amaxes
+        if any(np.isnan(window)):
+            assert np.isnan(got)
+        else:
+            assert got == max(window)

@@ -44,6 +44,7 @@ typedef struct {
     float *amax_out;         /* band_encode out: per block amax */
     float *scale_out;        /* band_encode out: per block scale */
     uint8_t *scode_out;      /* band_encode out (rule 0): per block E8M0 code */
+    int64_t *flush_out;      /* scaled_encode out (or null): [nonzero x, nonzero x whose code is zero] */
 } cast_args;
 
 /* The layout of cast_args, for ckernels.py to check its ctypes mirror against: out[0] its size, out[1 + i] the
@@ -56,7 +57,7 @@ int64_t fp8lab_cast_args_layout(int64_t *out) {
         offsetof(cast_args, codes), offsetof(cast_args, values), offsetof(cast_args, dequant),
         offsetof(cast_args, transpose_out), offsetof(cast_args, rule), offsetof(cast_args, inv_max),
         offsetof(cast_args, margin_scale), offsetof(cast_args, amax_out), offsetof(cast_args, scale_out),
-        offsetof(cast_args, scode_out)};
+        offsetof(cast_args, scode_out), offsetof(cast_args, flush_out)};
     const int64_t n = (int64_t)(sizeof offsets / sizeof offsets[0]);
     out[0] = (int64_t)sizeof(cast_args);
     for (int64_t i = 0; i < n; i++) out[1 + i] = (int64_t)offsets[i];
@@ -137,63 +138,6 @@ static inline __attribute__((always_inline)) void encode_row(
    rows could not be allocated. */
 #define TILE 16  /* rows computed before a transposed write: 16 float32 fill a 64-byte cache line */
 
-/* Rows row0 .. row0 + nrows of the scaled cast (x and scales start at those rows); outputs laid out for a
-   (total_rows, cols) matrix, or transposed (cols, total_rows) through scratch rows (TILE of them, written
-   down the output's columns together). */
-static void encode_rows(const float *restrict x, int64_t nrows, int64_t cols, const float *restrict scales,
-                        int64_t brows, int64_t bcols, int32_t reciprocal, const enc_params *restrict p,
-                        uint8_t *restrict codes, float *restrict values, int32_t dequant, int32_t transpose_out,
-                        int64_t total_rows, int64_t row0, uint8_t *restrict scratch_c, float *restrict scratch_v) {
-    const uint32_t shift = 23u - (uint32_t)p->mantissa_bits;
-    const uint32_t magic = shift << 23;  /* M = 2^(23 - m) times a binade's first value */
-    const uint32_t max_bits = p->max_bits, normal_bits = p->normal_bits;
-    const int64_t scols = cols / bcols;
-    for (int64_t i = 0; i < nrows; i++) {
-        const float *restrict xr = x + i * cols;
-        const int64_t t = i % TILE;  /* the row's place in the scratch tile */
-        float *restrict vr = transpose_out ? (values ? scratch_v + t * cols : 0) : (values ? values + (row0 + i) * cols : 0);
-        const float *restrict sr = scales + (i / brows) * scols;
-        uint8_t *restrict cr = transpose_out ? scratch_c + t * cols : codes + (row0 + i) * cols;
-        if (p->unsigned_zero)
-            encode_row(xr, cols, sr, bcols, reciprocal, cr, vr, dequant, shift, magic, max_bits, normal_bits, 1u);
-        else
-            encode_row(xr, cols, sr, bcols, reciprocal, cr, vr, dequant, shift, magic, max_bits, normal_bits, 0u);
-        if (transpose_out && (t == TILE - 1 || i == nrows - 1)) {  /* the tile's rows, written down the columns */
-            const int64_t first = i - t, n = t + 1;
-            for (int64_t j = 0; j < cols; j++) {
-                uint8_t *restrict co = codes + j * total_rows + row0 + first;
-                for (int64_t r = 0; r < n; r++) co[r] = scratch_c[r * cols + j];
-                if (values) {
-                    float *restrict vo = values + j * total_rows + row0 + first;
-                    for (int64_t r = 0; r < n; r++) vo[r] = scratch_v[r * cols + j];
-                }
-            }
-        }
-    }
-}
-
-int32_t fp8lab_scaled_encode(const cast_args *a) {
-    const float *restrict x = a->x;
-    const int64_t rows = a->rows, cols = a->cols, brows = a->brows, bcols = a->bcols;
-    const float *restrict scales = a->scales;
-    const int32_t reciprocal = a->reciprocal, dequant = a->dequant, transpose_out = a->transpose_out;
-    const enc_params *restrict p = a->p;
-    uint8_t *restrict codes = a->codes;
-    float *restrict values = a->values;
-    uint8_t *scratch_c = 0;
-    float *scratch_v = 0;
-    if (transpose_out) {
-        scratch_c = (uint8_t *)malloc((size_t)(TILE * cols));
-        scratch_v = values ? (float *)malloc((size_t)(TILE * cols) * sizeof(float)) : 0;
-        if (!scratch_c || (values && !scratch_v)) { free(scratch_c); free(scratch_v); return -1; }
-    }
-    encode_rows(x, rows, cols, scales, brows, bcols, reciprocal, p, codes, values, dequant,
-                transpose_out, rows, 0, scratch_c, scratch_v);
-    free(scratch_c);
-    free(scratch_v);
-    return 0;
-}
-
 /* Fold one row's |x| (compared as bits, ordered like the magnitudes) into its blocks' running maxima orow:
    one per column for column blocks (bcols == 1), else one per bcols elements. Returns 1 if the row holds an
    inf or NaN. */
@@ -217,6 +161,88 @@ static inline uint32_t amax_row(const uint32_t *restrict xr, int64_t cols, int64
         }
     }
     return bad;
+}
+
+/* Rows row0 .. row0 + nrows of the scaled cast (x and scales start at those rows); outputs laid out for a
+   (total_rows, cols) matrix, or transposed (cols, total_rows) through scratch rows (TILE of them, written
+   down the output's columns together). */
+static int64_t encode_rows(const float *restrict x, int64_t nrows, int64_t cols, const float *restrict scales,
+                           int64_t brows, int64_t bcols, int32_t reciprocal, const enc_params *restrict p,
+                           uint8_t *restrict codes, float *restrict values, int32_t dequant, int32_t transpose_out,
+                           int64_t total_rows, int64_t row0, uint8_t *restrict scratch_c, float *restrict scratch_v,
+                           uint32_t *restrict amax, int64_t *restrict flush) {
+    const uint32_t shift = 23u - (uint32_t)p->mantissa_bits;
+    const uint32_t magic = shift << 23;  /* M = 2^(23 - m) times a binade's first value */
+    const uint32_t max_bits = p->max_bits, normal_bits = p->normal_bits;
+    const uint8_t zero_mask = p->unsigned_zero ? 0xFFu : 0x7Fu;  /* a code is zero where (code & mask) == 0 */
+    const int64_t scols = cols / bcols;
+    int64_t nonfinite = 0;
+    for (int64_t i = 0; i < nrows; i++) {
+        const float *restrict xr = x + i * cols;
+        const int64_t t = i % TILE;  /* the row's place in the scratch tile */
+        float *restrict vr = transpose_out ? (values ? scratch_v + t * cols : 0) : (values ? values + (row0 + i) * cols : 0);
+        const float *restrict sr = scales + (i / brows) * scols;
+        uint8_t *restrict cr = transpose_out ? scratch_c + t * cols : codes + (row0 + i) * cols;
+        if (amax)  /* the row's amax into its blocks' (it stays in cache for the cast below) */
+            nonfinite += amax_row((const uint32_t *)xr, cols, bcols, amax + (i / brows) * scols);
+        if (p->unsigned_zero)
+            encode_row(xr, cols, sr, bcols, reciprocal, cr, vr, dequant, shift, magic, max_bits, normal_bits, 1u);
+        else
+            encode_row(xr, cols, sr, bcols, reciprocal, cr, vr, dequant, shift, magic, max_bits, normal_bits, 0u);
+        if (flush) {  /* the row's flush counts, from x and the codes just written (both still in cache) */
+            const uint32_t *restrict xb = (const uint32_t *)xr;
+            uint32_t nz_sum = 0u, fl_sum = 0u;
+            for (int64_t j = 0; j < cols; j++) {
+                uint32_t nz = (xb[j] & 0x7FFFFFFFu) != 0u;
+                nz_sum += nz;
+                fl_sum += nz & (uint32_t)((cr[j] & zero_mask) == 0);
+            }
+            flush[0] += nz_sum;
+            flush[1] += fl_sum;
+        }
+        if (transpose_out && (t == TILE - 1 || i == nrows - 1)) {  /* the tile's rows, written down the columns */
+            const int64_t first = i - t, n = t + 1;
+            for (int64_t j = 0; j < cols; j++) {
+                uint8_t *restrict co = codes + j * total_rows + row0 + first;
+                for (int64_t r = 0; r < n; r++) co[r] = scratch_c[r * cols + j];
+                if (values) {
+                    float *restrict vo = values + j * total_rows + row0 + first;
+                    for (int64_t r = 0; r < n; r++) vo[r] = scratch_v[r * cols + j];
+                }
+            }
+        }
+    }
+    return nonfinite;
+}
+
+/* The scaled cast (encode_rows) of a whole matrix. With amax_out, each block's amax is measured in the same walk
+   (for a scale that does not depend on it: delayed scaling), and with flush_out the flush counts of the codes.
+   Returns 0, 1 if x holds an inf or NaN (with amax_out: the outputs are then meaningless), or -1 if the scratch
+   rows could not be allocated. */
+int32_t fp8lab_scaled_encode(const cast_args *a) {
+    const float *restrict x = a->x;
+    const int64_t rows = a->rows, cols = a->cols, brows = a->brows, bcols = a->bcols;
+    const float *restrict scales = a->scales;
+    const int32_t reciprocal = a->reciprocal, dequant = a->dequant, transpose_out = a->transpose_out;
+    const enc_params *restrict p = a->p;
+    uint8_t *restrict codes = a->codes;
+    float *restrict values = a->values;
+    uint8_t *scratch_c = 0;
+    float *scratch_v = 0;
+    if (transpose_out) {
+        scratch_c = (uint8_t *)malloc((size_t)(TILE * cols));
+        scratch_v = values ? (float *)malloc((size_t)(TILE * cols) * sizeof(float)) : 0;
+        if (!scratch_c || (values && !scratch_v)) { free(scratch_c); free(scratch_v); return -1; }
+    }
+    uint32_t *amax = (uint32_t *)a->amax_out;
+    if (amax)
+        for (int64_t b = 0; b < (rows / brows) * (cols / bcols); b++) amax[b] = 0u;
+    if (a->flush_out) a->flush_out[0] = a->flush_out[1] = 0;
+    const int64_t nonfinite = encode_rows(x, rows, cols, scales, brows, bcols, reciprocal, p, codes, values, dequant,
+                                          transpose_out, rows, 0, scratch_c, scratch_v, amax, a->flush_out);
+    free(scratch_c);
+    free(scratch_v);
+    return nonfinite > 0 ? 1 : 0;
 }
 
 /* amax[i / brows, j / bcols] = max |x[i, j]| over each block of a contiguous (rows, cols) matrix, as float32
@@ -429,7 +455,7 @@ int64_t fp8lab_band_encode(const cast_args *a) {
         n_sat += band_sat;
         /* 3. the band's codes and values: the scaled cast with these scales (saturating where a block does) */
         encode_rows(x + i0 * cols, brows, cols, scale_out + band * band_blocks, brows, bcols, rule != 2, p, codes,
-                    values, dequant, transpose_out, rows, i0, scratch_c, scratch_v);  /* rule 2: x / scale */
+                    values, dequant, transpose_out, rows, i0, scratch_c, scratch_v, 0, 0);  /* rule 2: x / scale */
     }
     free(scratch_c);
     free(scratch_v);

@@ -42,7 +42,7 @@ from .backend import torch
 from .tables import code_values
 
 __all__ = ["available", "reason", "library", "encode_params", "scaled_encode", "block_amax", "table_decode",
-           "flush_count", "flush_count_values", "scale_epilogue", "transposed", "band_encode", "BAND_RULES", "cast_args_layout"]
+           "flush_count", "flush_count_values", "scale_epilogue", "transposed", "scaled_encode_measured", "band_encode", "BAND_RULES", "cast_args_layout"]
 
 _SOURCE = Path(__file__).with_name("_kernels.c")
 _FLAGS = ["-O3", "-march=native", "-mprefer-vector-width=512", "-ffp-contract=off", "-fno-fast-math", "-fno-trapping-math", "-shared", "-fPIC"]
@@ -66,7 +66,7 @@ class _CastArgs(ctypes.Structure):
                 ("codes", ctypes.c_void_p), ("values", ctypes.c_void_p), ("dequant", ctypes.c_int32),
                 ("transpose_out", ctypes.c_int32), ("rule", ctypes.c_int32), ("inv_max", ctypes.c_float),
                 ("margin_scale", ctypes.c_double), ("amax_out", ctypes.c_void_p), ("scale_out", ctypes.c_void_p),
-                ("scode_out", ctypes.c_void_p)]
+                ("scode_out", ctypes.c_void_p), ("flush_out", ctypes.c_void_p)]
 
 
 _why_not: list[str] = []
@@ -228,6 +228,31 @@ def scaled_encode(x: Any, scales: Any, block: tuple[int, int], fmt: Format, *, r
     >>> if available():
     ...     assert scaled_encode(torch.full((2, 4), 900.0), torch.ones(1, 1), (2, 4), get_format("e4m3")).unique().tolist() == [126]
     """
+    codes, vals, _, _, _ = _scaled_encode(x, scales, block, fmt, reciprocal, values, dequantize, transpose, False, False)
+    return (codes, vals) if values else codes
+
+
+def scaled_encode_measured(x: Any, scales: Any, block: tuple[int, int], fmt: Format, *, reciprocal: bool = False,
+                           values: bool = False, dequantize: bool = False, transpose: bool = False,
+                           flush: bool = False) -> tuple:
+    """:func:`scaled_encode` that also measures, in the same walk over ``x``: each block's amax, whether ``x`` is finite,
+    and with ``flush=True`` the cast's flush counts (as :func:`flush_count` gives them).
+
+    For scales that do not depend on this tensor's amax (delayed scaling: the history's). Returns
+    ``(codes, values or None, amax, finite, (nonzero, flushed) or None)``, amax float32 per block as
+    :func:`block_amax` gives it; where ``finite`` is False nothing else is meaningful.
+
+    >>> import torch
+    >>> from fp8lab.registry import get_format
+    >>> if available():
+    ...     got = scaled_encode_measured(torch.tensor([[1.0, -900.0, 1e-9]]), torch.ones(1, 1), (1, 3), get_format("e4m3"), flush=True)
+    ...     assert got[2].tolist() == [[900.0]] and got[3] and got[4] == (3, 1)
+    """
+    return _scaled_encode(x, scales, block, fmt, reciprocal, values, dequantize, transpose, True, flush)
+
+
+def _scaled_encode(x: Any, scales: Any, block: tuple[int, int], fmt: Format, reciprocal: bool, values: bool,
+                   dequantize: bool, transpose: bool, measure: bool, flush: bool) -> tuple:
     lib, p = library(), encode_params(fmt)
     if lib is None or p is None:
         raise RuntimeError(f"the C kernels cannot encode {fmt.name}: {reason() or 'not an 8-bit signed format with subnormals'}")
@@ -240,13 +265,17 @@ def scaled_encode(x: Any, scales: Any, block: tuple[int, int], fmt: Format, *, r
     shape = (cols, rows) if transpose else (rows, cols)
     codes = torch.empty(shape, dtype=torch.uint8)
     vals = torch.empty(shape, dtype=torch.float32) if values else None
+    amax = np.empty((rows // br, cols // bc), dtype=np.float32) if measure else None
+    counts = np.empty(2, dtype=np.int64) if flush else None
     args = _CastArgs(x=x.data_ptr(), rows=rows, cols=cols, scales=scales.data_ptr(), brows=br, bcols=bc,
                      reciprocal=int(reciprocal), fmt_max=float(fmt.max), p=ctypes.pointer(p),
                      codes=codes.data_ptr(), values=vals.data_ptr() if values else None, dequant=int(dequantize),
-                     transpose_out=int(transpose))
-    if lib.fp8lab_scaled_encode(ctypes.byref(args)):
+                     transpose_out=int(transpose), amax_out=amax.ctypes.data if measure else None,
+                     flush_out=counts.ctypes.data if flush else None)
+    rc = lib.fp8lab_scaled_encode(ctypes.byref(args))
+    if rc < 0:
         raise MemoryError(f"scaled_encode could not allocate its scratch rows of {cols} elements")
-    return (codes, vals) if values else codes
+    return codes, vals, amax, rc == 0, (int(counts[0]), int(counts[1])) if flush else None
 
 
 def block_amax(x: Any, block: tuple[int, int]) -> tuple[np.ndarray, bool]:

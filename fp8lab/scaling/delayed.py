@@ -71,6 +71,10 @@ class AmaxHistory:
         self.history_len = check_int("AmaxHistory", "history_len", history_len, minimum=1)
         self._amax: deque[float] = deque(maxlen=self.history_len)
         self._nans = 0  #: how many of the recorded amaxes are NaN (so the max needs no second pass)
+        #: the window's running maximum: (push number, amax) of the non-NaN amaxes that no later one exceeds,
+        #: decreasing, so the window's max is the first (a sliding-window maximum: no pass over 1024 entries a step)
+        self._peaks: deque[tuple[int, float]] = deque()
+        self._pushed = 0  #: amaxes pushed since the last reset (numbers the entries of _peaks)
         self.scale: float = 1.0  #: the dequantisation multiplier of the last call (TE starts from 1)
         self.steps: int = 0
 
@@ -85,7 +89,27 @@ class AmaxHistory:
             self._nans -= 1  # the NaN about to leave the window
         self._amax.append(a)
         self._nans += math.isnan(a)
+        peaks, n = self._peaks, self._pushed
+        if peaks and peaks[0][0] <= n - self.history_len:
+            peaks.popleft()  # left the window
+        if not math.isnan(a):
+            while peaks and peaks[-1][1] <= a:
+                peaks.pop()
+            peaks.append((n, a))
+        self._pushed = n + 1
         self.steps += 1
+
+    def window_max(self) -> float | None:
+        """The largest recorded amax (NaN while a NaN is recorded; None for an empty history), without a pass over it.
+
+        >>> h = AmaxHistory(2); [h.push(a) for a in (5.0, 1.0, 2.0)] and h.window_max(), max(h.amaxes)
+        (2.0, 2.0)
+        """
+        if not self._amax:
+            return None
+        if self._nans:
+            return math.nan
+        return self._peaks[0][1]
 
     @property
     def has_nan(self) -> bool:
@@ -116,6 +140,8 @@ class AmaxHistory:
         """
         self._amax.clear()
         self._nans = 0
+        self._peaks.clear()
+        self._pushed = 0
         self.scale = 1.0
         self.steps = 0
 
@@ -224,7 +250,7 @@ class DelayedScaling(Recipe):
             return None
         if self.algo != "max":
             return h[-1]
-        return math.nan if st._nans else max(h)  # Python's max would depend on where the NaN sits
+        return st.window_max()  # NaN while one is recorded (Python's max would depend on where the NaN sits)
 
     def reset(self, state: AmaxHistory | None = None) -> None:
         """Forget the history (the object's own, or ``state``); the next call uses scale 1.

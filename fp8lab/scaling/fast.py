@@ -123,6 +123,9 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
     if path == "fused_band":
         return _band(base, fmt, recipe, band_rule(recipe), pl, flip, want_values, dequantize, contiguous)
     kernel = path == "ckernel"
+    delayed = type(recipe) is DelayedScaling
+    if kernel and delayed:  # the scale comes from the history: amax measured in the cast's own walk over x
+        return _delayed_one_pass(base, fmt, recipe, state, pl, flip, want_values, dequantize, contiguous)
     if kernel:  # one C pass: each block's max |x| (exact), and whether everything is finite
         amax_b, finite = ckernels.block_amax(base, pl.bblock)
         if not finite:
@@ -136,7 +139,6 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
         return None
     amax = amax32.astype(np.float64)
     nb = pl.nb
-    delayed = type(recipe) is DelayedScaling
     if delayed:
         st = recipe._resolve(state)
         ss = recipe.compute_scales(np.zeros(nb), fmt, st)
@@ -175,6 +177,42 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
     if delayed:
         st.scale = float(scales.reshape(-1)[0])
         st.push(q.info.amax)
+    return q, vals
+
+
+def _delayed_one_pass(base: Any, fmt: Format, recipe: DelayedScaling, state: Any, pl: _Plan, flip: bool,
+                      want_values: bool, dequantize: bool, contiguous: bool) -> tuple[QTensor, Any] | None:
+    """:func:`_quantize_fast` for delayed scaling in one C walk over ``x``: the history's scale is known before the
+    cast, so the cast measures the amax (for the report and the history) as it goes.
+
+    The same QTensor as the two-pass path (saturating blocks need no clamp: the cast saturates), and the
+    history advances only when the tensor was finite (else the general path reports it, nothing moved).
+    """
+    st = recipe._resolve(state)
+    ss = recipe.compute_scales(np.zeros(pl.nb), fmt, st)
+    if ss.zero_point is not None or ss.saturated is not None:
+        return None
+    scales = np.array(ss.scales, dtype=np.float32).reshape(pl.nb)
+    if not (np.isfinite(scales).all() and (scales > 0).all()):
+        return None
+    s_base = torch.from_numpy(np.ascontiguousarray(scales.T)) if flip else torch.from_numpy(scales)
+    pow2 = getattr(ss.scale_format, "name", ss.scale_format) in ("e8m0", "float8_e8m0fnu")
+    codes, vals, amax_b, finite, _ = ckernels.scaled_encode_measured(
+        base, s_base, pl.bblock, fmt, reciprocal=pow2, values=want_values, dequantize=dequantize,
+        transpose=flip and contiguous)
+    if not finite:
+        return None
+    amax = (amax_b.T if flip else amax_b).astype(np.float64) + 0.0
+    saturated = saturating_blocks(amax, scales, fmt.max, checked=True)
+    n_sat = int(saturated.sum())
+    if flip and not contiguous:
+        codes = codes.t()
+        vals = vals.t() if vals is not None else None
+    info = QuantInfo.of(float(amax.max()), 0, n_sat, **ss.info)
+    q = QTensor._trusted(codes, torch.from_numpy(scales), fmt, scaling=recipe, block=pl.block,
+                         scale_format=ss.scale_format, tensor_scale=ss.tensor_scale, info=info)
+    st.scale = float(scales.reshape(-1)[0])
+    st.push(q.info.amax)
     return q, vals
 
 
