@@ -106,7 +106,13 @@ class QuantInfo(Mapping):
         if nonfinite_mask is not None:
             d["nonfinite_mask"] = nonfinite_mask
         d.update(extra)
-        return cls.from_dict(d)
+        names = cls._names()
+        if not all(k in names for k in d):  # an unknown field: the constructor says which
+            return cls.from_dict(d)
+        # what from_dict builds, without the constructor's checks (the keys are fields): made for every cast
+        info = object.__new__(cls)
+        info.__dict__.update(_DEFAULTS, **d, present=tuple(dict.fromkeys((*_CORE_KEYS, *d))))
+        return info
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.present:
@@ -135,6 +141,10 @@ class QuantInfo(Mapping):
         """
         present = self.present + tuple(k for k in changes if k not in self.present)
         return dataclasses.replace(self, **changes, present=present)
+
+
+#: Every QuantInfo field's default, for QuantInfo.of's direct construction.
+_DEFAULTS = {f.name: f.default for f in fields(QuantInfo) if f.name != "present"}
 
 
 class _Held:

@@ -430,8 +430,11 @@ def _bool_calls():
     }
     if ckernels.available():
         mm, ones = torch.randn(2, 32), torch.ones(1, 1)
-        for flag in ("clamp", "reciprocal", "values", "dequantize", "transpose"):
+        for flag in ("reciprocal", "values", "dequantize", "transpose"):
             calls[("scaled_encode", flag)] = lambda b, flag=flag: str(ckernels.scaled_encode(mm, ones, (2, 32), e4m3, **{flag: b}))
+        for flag in ("reciprocal", "values", "dequantize", "transpose", "flush"):
+            calls[("scaled_encode_measured", flag)] = \
+                lambda b, flag=flag: str(ckernels.scaled_encode_measured(mm, ones, (2, 32), e4m3, **{flag: b}))
         for flag in ("values", "dequantize", "transpose"):
             calls[("band_encode", flag)] = lambda b, flag=flag: str(ckernels.band_encode(mm, (1, 32), e4m3, "pow2", **{flag: b}))
     return calls
@@ -441,7 +444,7 @@ def test_every_bool_parameter_takes_numpy_bools_as_bools():
     calls = _bool_calls()
     covered = {k[:2] for k in calls}
     plots = {("plot_scale_map", "colorbar")}  # a plotting switch: matplotlib, not a check
-    kernels = {(f, p) for f, p in _bool_parameters() if f in ("scaled_encode", "band_encode")}
+    kernels = {(f, p) for f, p in _bool_parameters() if f in ("scaled_encode", "scaled_encode_measured", "band_encode")}
     missing = _bool_parameters() - covered - plots - (kernels if not ckernels.available() else set())
     assert not missing, f"bool parameters this sweep does not call: {sorted(missing)}"
     for key, call in calls.items():
@@ -696,3 +699,26 @@ def test_like_keeps_a_0d_array_0d():
     from fp8lab.scaling.blocks import like
     assert like(np.array(3.0, np.float32), torch.zeros(1)).shape == ()
     assert like(np.ones((2, 3), np.float32).T, torch.zeros(1)).is_contiguous()
+
+
+def test_quantinfo_of_builds_what_from_dict_builds_field_for_field():
+    """QuantInfo.of builds its record without the constructor (it runs for every cast): every field, the mapping's
+    keys in order, and an unknown field still refused by the constructor."""
+    import dataclasses
+
+    import numpy as np
+
+    from fp8lab.qtensor import QuantInfo
+
+    cases = [((3.0, 0, 0), {}), ((3.0, 1, 2), {"nonfinite_mask": np.array([True, False])}),
+             ((0.0, 0, 1), {"amax_used": None, "step": 4}), ((5.0, 0, 0), {"scale_codes": np.zeros(2, np.uint8)})]
+    for args, extra in cases:
+        got = QuantInfo.of(*args, **extra)
+        d = {"amax": float(args[0]), "nonfinite_blocks": args[1], "saturated_blocks": args[2], "overflow": bool(args[2])}
+        want = QuantInfo.from_dict({**d, **extra})
+        assert got.present == want.present
+        for f in dataclasses.fields(QuantInfo):
+            a, b = getattr(got, f.name), getattr(want, f.name)
+            assert type(a) is type(b) and (np.array_equal(a, b) if isinstance(b, np.ndarray) else a == b), f.name
+    with pytest.raises(TypeError):
+        QuantInfo.of(1.0, 0, 0, not_a_field=1)

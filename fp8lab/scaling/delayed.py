@@ -75,6 +75,8 @@ class AmaxHistory:
         #: decreasing, so the window's max is the first (a sliding-window maximum: no pass over 1024 entries a step)
         self._peaks: deque[tuple[int, float]] = deque()
         self._pushed = 0  #: amaxes pushed since the last reset (numbers the entries of _peaks)
+        #: ((amax, format max, margin, pow2), scale): the last scale float_scales gave, a pure function of the key
+        self._scale_memo: tuple | None = None
         self.scale: float = 1.0  #: the dequantisation multiplier of the last call (TE starts from 1)
         self.steps: int = 0
 
@@ -281,7 +283,12 @@ class DelayedScaling(Recipe):
     def _scale_for(self, amax_h: float | None, fmt: Format, st: AmaxHistory) -> float:
         if amax_h is None or not (amax_h > 0 and math.isfinite(amax_h)):  # zero, NaN or inf: keep the scale (TE)
             return st.scale
-        return float(float_scales(np.array([amax_h]), fmt.max, margin=int(self.margin), pow2=self.pow2)[0])
+        key = (amax_h, fmt.max, int(self.margin), self.pow2)
+        if st._scale_memo is not None and st._scale_memo[0] == key:  # the window's max rarely changes: a memo
+            return st._scale_memo[1]
+        scale = float(float_scales(np.array([amax_h]), fmt.max, margin=int(self.margin), pow2=self.pow2)[0])
+        st._scale_memo = (key, scale)
+        return scale
 
     def compute_scales(self, amax: np.ndarray, fmt: Format, state: AmaxHistory | None = None) -> ScaleSet:
         """The scale from the history (not from ``amax``, which is this call's and is recorded afterwards).
