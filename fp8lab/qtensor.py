@@ -70,6 +70,8 @@ class QuantInfo(Mapping):
     tensor_scale: float | None = None  #: NVFP4's second-level FP32 scale
     amax_used: float | None = None  #: delayed scaling: the history's amax the scale was fitted to
     step: int | None = None  #: delayed scaling: how many amaxes the history held before this call
+    nonzero: int | None = None  #: with quantize_tensor(count_flushed=True): the input's nonzero elements
+    flushed: int | None = None  #: ... and how many of them the cast flushed to zero (the underflow's numerator)
 
     present: tuple[str, ...] | None = field(default=None, repr=False)  #: keys the mapping shows (None: the non-None ones)
 

@@ -419,3 +419,25 @@ def test_a_fused_scale_out_of_range_takes_the_general_path_and_its_error():
         assert quantize_fast(x, fl.get_format("e4m3"), recipe) is None
         with pytest.raises(ValueError, match="beyond float32's range"):
             quantize_tensor(x, "e4m3", recipe)
+
+
+@pytest.mark.parametrize("rname", ["tensor", "row", "1x128_pow2", "mx_floor", "mx_rceil", "delayed"])
+@pytest.mark.parametrize("path", ["fused_band", "ckernel", "torch", "general"])
+def test_counted_flushes_are_the_separate_counts_on_every_path(rname, path):
+    """quantize_tensor(count_flushed=True): info.nonzero and info.flushed are flush_counts(x, q) whichever path serves
+    the call (counted in the C cast's own walk on the fused paths, afterwards elsewhere), with zeros, subnormal-bound
+    values and a transposed input; without the flag the mapping has no such keys."""
+    from fp8lab.scaling.metrics import flush_counts
+
+    recipe = DelayedScaling() if rname == "delayed" else RECIPES[rname]
+    g = torch.Generator().manual_seed(3)
+    base = torch.randn(64, 256, generator=g) * torch.exp2(torch.randint(-40, 6, (64, 256), generator=g).float())
+    base[::5] = 0.0
+    for x in (base, base.t()):
+        for keep in (None, "values"):
+            with fl.force_scaling_path(path):
+                q = quantize_tensor(x, "e4m3", recipe, keep_values=keep, count_flushed=True)
+            assert (q.info.nonzero, q.info.flushed) == flush_counts(x, q) and q.info.flushed > 0
+            assert "flushed" in q.info and "flushed" not in quantize_tensor(x, "e4m3", RECIPES["tensor"]).info
+    q = quantize_tensor(base.numpy(), "e4m3", RECIPES["tensor"], count_flushed=True)
+    assert (q.info.nonzero, q.info.flushed) == flush_counts(base.numpy(), q)

@@ -410,6 +410,10 @@ def _bool_calls():
         ("LossScaler.update", "found_inf"): lambda b: S.LossScaler().update(b),
         ("quantize_fast_values", "dequantize"): lambda b: str(fast.quantize_fast_values(m, e4m3, S.TensorScaling(), dequantize=b)),
         ("quantize_fast_values", "contiguous"): lambda b: str(fast.quantize_fast_values(m, e4m3, S.TensorScaling(), contiguous=b)),
+        ("quantize_fast_values", "count_flushed"):
+            lambda b: str(dict(fast.quantize_fast_values(m, e4m3, S.TensorScaling(), count_flushed=b)[0].info)),
+        ("quantize_fast", "count_flushed"): lambda b: str(dict(fast.quantize_fast(m, e4m3, S.TensorScaling(), count_flushed=b).info)),
+        ("quantize_tensor", "count_flushed"): lambda b: str(dict(fl.quantize_tensor(m, e4m3, S.TensorScaling(), count_flushed=b).info)),
         ("saturating_blocks", "checked"): lambda b: fl.scaling.base.saturating_blocks(np.array([449.0, 1.0]),
                                                                                       np.array([1.0, 1.0], np.float32), 448.0, checked=b).tolist(),
         ("ScalingRequest", "transposed"): lambda b: fl.scaling.paths.select(fl.scaling.paths.ScalingRequest(
@@ -435,7 +439,7 @@ def _bool_calls():
         for flag in ("reciprocal", "values", "dequantize", "transpose", "flush"):
             calls[("scaled_encode_measured", flag)] = \
                 lambda b, flag=flag: str(ckernels.scaled_encode_measured(mm, ones, (2, 32), e4m3, **{flag: b}))
-        for flag in ("values", "dequantize", "transpose"):
+        for flag in ("values", "dequantize", "transpose", "flush"):
             calls[("band_encode", flag)] = lambda b, flag=flag: str(ckernels.band_encode(mm, (1, 32), e4m3, "pow2", **{flag: b}))
     return calls
 

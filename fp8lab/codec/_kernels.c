@@ -44,7 +44,7 @@ typedef struct {
     float *amax_out;         /* band_encode out: per block amax */
     float *scale_out;        /* band_encode out: per block scale */
     uint8_t *scode_out;      /* band_encode out (rule 0): per block E8M0 code */
-    int64_t *flush_out;      /* scaled_encode out (or null): [nonzero x, nonzero x whose code is zero] */
+    int64_t *flush_out;      /* out (or null): [nonzero x, nonzero x whose code is zero] */
 } cast_args;
 
 /* The layout of cast_args, for ckernels.py to check its ctypes mirror against: out[0] its size, out[1 + i] the
@@ -377,7 +377,8 @@ void fp8lab_transpose_f32(const float *restrict x, int64_t rows, int64_t cols, f
         a power of two (frexp), its exponent clamped to [-127, 127]; a zero block gets 1.0;
      2  float32 scales (float_scales(pow2=False)): amax * margin_scale / max in float64, kept at or above the
         smallest normal float32 and rounded up to a float32; a zero block gets 1.0; x is divided by the scale.
-   Outputs per block (shape (rows / brows, cols / bcols)): amax, scale, and for rule 0 the scale code. Returns
+   Outputs per block (shape (rows / brows, cols / bcols)): amax, scale, and for rule 0 the scale code; with
+   flush_out, the cast's flush counts (as fp8lab_scaled_encode counts them). Returns
    the number of saturated blocks, or -1 if x holds an inf or NaN, -2 if the scratch rows could not be
    allocated, -3 if a rule-1 scale would pass 2^127 or a rule-2 scale float32's max (nothing is meaningful then:
    the caller takes the general path, which says why). */
@@ -396,6 +397,7 @@ int64_t fp8lab_band_encode(const cast_args *a) {
     const int64_t scols = cols / bcols;
     const int64_t band_blocks = bcols == 1 ? cols : scols;  /* blocks per band */
     int64_t n_sat = 0;
+    if (a->flush_out) a->flush_out[0] = a->flush_out[1] = 0;
     uint8_t *scratch_c = transpose_out ? (uint8_t *)malloc((size_t)(TILE * cols)) : 0;
     float *scratch_v = transpose_out && values ? (float *)malloc((size_t)(TILE * cols) * sizeof(float)) : 0;
     if (transpose_out && (!scratch_c || (values && !scratch_v))) { free(scratch_c); free(scratch_v); return -2; }
@@ -455,7 +457,7 @@ int64_t fp8lab_band_encode(const cast_args *a) {
         n_sat += band_sat;
         /* 3. the band's codes and values: the scaled cast with these scales (saturating where a block does) */
         encode_rows(x + i0 * cols, brows, cols, scale_out + band * band_blocks, brows, bcols, rule != 2, p, codes,
-                    values, dequant, transpose_out, rows, i0, scratch_c, scratch_v, 0, 0);  /* rule 2: x / scale */
+                    values, dequant, transpose_out, rows, i0, scratch_c, scratch_v, 0, a->flush_out);  /* rule 2: x / s */
     }
     free(scratch_c);
     free(scratch_v);

@@ -434,7 +434,7 @@ BAND_RULES = {"mx_rceil": 0, "pow2": 1, "float": 2}
 
 
 def band_encode(x: Any, block: tuple[int, int], fmt: Format, rule: str, *, margin: int = 0, values: bool = False,
-                dequantize: bool = False, transpose: bool = False) -> tuple | None:
+                dequantize: bool = False, transpose: bool = False, flush: bool = False) -> tuple | None:
     """A scaled cast fused in one C call, band of rows by band of rows: codes, values, and per block amax, scale, E8M0 code.
 
     ``block`` divides the contiguous float32 CPU matrix (rows, columns, 1xN tiles, NxN blocks or
@@ -442,15 +442,16 @@ def band_encode(x: Any, block: tuple[int, int], fmt: Format, rule: str, *, margi
     (:func:`fp8lab.scaling.mx.mx_scale_exponents`'s ``rceil`` and MXScaling's E8M0 table),
     ``"pow2"`` (:func:`fp8lab.scaling.scales.float_scales` with ``pow2=True`` and ``margin``) or
     ``"float"`` (``float_scales`` with ``pow2=False``: float32 scales, x divided by them). Returns
-    ``(codes, values or None, amax, scales, scale_codes or None, saturated_blocks)`` (numpy per
-    block), or None where only the general path can (an inf or NaN, or a scale beyond 2^127 or
+    ``(codes, values or None, amax, scales, scale_codes or None, saturated_blocks, flush)`` (numpy
+    per block; ``flush`` the cast's ``(nonzero, flushed)`` counts with ``flush=True``, as
+    :func:`flush_count` gives them, else None), or None where only the general path can (an inf or NaN, or a scale beyond 2^127 or
     float32's range). The cast is :func:`scaled_encode`'s; ``tests/test_scaling_fast.py`` compares
     the QTensor with the general path's.
 
     >>> import torch
     >>> from fp8lab.registry import get_format
     >>> if available():
-    ...     codes, _, amax, scales, sc, n_sat = band_encode(torch.full((1, 32), 3.0), (1, 32), get_format("e4m3"), "mx_rceil")
+    ...     codes, _, amax, scales, sc, n_sat, _ = band_encode(torch.full((1, 32), 3.0), (1, 32), get_format("e4m3"), "mx_rceil")
     ...     assert scales.tolist() == [[2.0 ** -7]] and sc.tolist() == [[120]] and n_sat == 0
     """
     lib, p = library(), encode_params(fmt)
@@ -467,14 +468,16 @@ def band_encode(x: Any, block: tuple[int, int], fmt: Format, rule: str, *, margi
     amax = np.empty(nb, dtype=np.float32)
     scales = np.empty(nb, dtype=np.float32)
     scale_codes = np.empty(nb, dtype=np.uint8) if rule == "mx_rceil" else None
+    counts = np.empty(2, dtype=np.int64) if flush else None
     args = _CastArgs(x=x.data_ptr(), rows=rows, cols=cols, brows=br, bcols=bc, rule=BAND_RULES[rule],
                      inv_max=float(np.float32(1.0 / float(fmt.max))), margin_scale=2.0 ** margin, fmt_max=float(fmt.max),
                      p=ctypes.pointer(p), codes=codes.data_ptr(), values=vals.data_ptr() if values else None,
                      dequant=int(dequantize), transpose_out=int(transpose), amax_out=amax.ctypes.data,
-                     scale_out=scales.ctypes.data, scode_out=scale_codes.ctypes.data if scale_codes is not None else None)
+                     scale_out=scales.ctypes.data, scode_out=scale_codes.ctypes.data if scale_codes is not None else None,
+                     flush_out=counts.ctypes.data if flush else None)
     n_sat = lib.fp8lab_band_encode(ctypes.byref(args))
     if n_sat == -2:
         raise MemoryError(f"band_encode could not allocate its scratch rows of {cols} elements")
     if n_sat < 0:
         return None
-    return codes, vals, amax, scales, scale_codes, int(n_sat)
+    return codes, vals, amax, scales, scale_codes, int(n_sat), (int(counts[0]), int(counts[1])) if flush else None

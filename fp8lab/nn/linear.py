@@ -586,7 +586,8 @@ class Fp8Linear(torch.nn.Linear):
             keep = None
             if values:
                 keep = "values" if reuse or not _k_blocked(tq.scaling, tuple(src.shape)) else "dequantized"
-            q = quantize_tensor(src, tq.format, tq.scaling, state=state, keep_values=keep)
+            q = quantize_tensor(src, tq.format, tq.scaling, state=state, keep_values=keep,
+                                count_flushed=record and role == "grad_output")  # the underflow, in the cast's walk
             amax, saturated = q.info.amax, q.info.saturated_blocks
             bad = bool(q.info.nonfinite_blocks)
         if axis == 0 and not turned:
@@ -599,7 +600,11 @@ class Fp8Linear(torch.nn.Linear):
     def _record(self, role: str, x: torch.Tensor, values: Any, *, amax: float, scale: float, saturated: int) -> None:
         st = {"amax": float(amax), "scale": float(scale), "saturated_blocks": int(saturated)}
         if role == "grad_output" and values is not None:
-            st["underflow"] = flushed_fraction(x, values)
+            info = values.info if isinstance(values, QTensor) else None
+            if info is not None and info.flushed is not None:  # counted by the cast itself
+                st["underflow"] = info.flushed / info.nonzero if info.nonzero else 0.0
+            else:
+                st["underflow"] = flushed_fraction(x, values)
         self.stats[role] = st
 
     # ----- forward ------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ def _block_amax(v, axes: tuple[int, ...], whole: bool):
     return torch.amax(v.abs(), dim=axes)  # short blocks: torch reduces |v| once faster than v twice
 
 
-def quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any = None) -> QTensor | None:
+def quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any = None, *, count_flushed: bool = False) -> QTensor | None:
     """The QTensor ``quantize_tensor(x, fmt, recipe, state=state)`` gives, or None where only the general path can.
 
     ``fmt`` is a Format (not a name); ``state`` as for ``quantize_tensor``. A DelayedScaling
@@ -79,12 +79,12 @@ def quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any = None) -> QTe
     >>> tuple(q.scales.shape), q.scale_format.name, q.info.scale_codes.tolist()
     ((2, 2), 'float8_e8m0fnu', [[119, 119], [119, 119]])
     """
-    got = _quantize_fast(x, fmt, recipe, state, False)
+    got = _quantize_fast(x, fmt, recipe, state, False, count_flushed=count_flushed)
     return None if got is None else got[0]
 
 
-def quantize_fast_values(x: Any, fmt: Format, recipe: Recipe, state: Any = None, *,
-                         dequantize: bool = False, contiguous: bool = False) -> tuple[QTensor, Any] | None:
+def quantize_fast_values(x: Any, fmt: Format, recipe: Recipe, state: Any = None, *, dequantize: bool = False,
+                         contiguous: bool = False, count_flushed: bool = False) -> tuple[QTensor, Any] | None:
     """:func:`quantize_fast` and the codes' float32 values, decoded in the same pass where the C kernels ran (else None).
 
     The values are laid out as the QTensor's codes (a transposed view for a transposed input) and
@@ -98,12 +98,17 @@ def quantize_fast_values(x: Any, fmt: Format, recipe: Recipe, state: Any = None,
     >>> v is None or torch.equal(v, q.values())
     True
     """
-    return _quantize_fast(x, fmt, recipe, state, True, dequantize, contiguous)
+    return _quantize_fast(x, fmt, recipe, state, True, dequantize, contiguous, count_flushed)
 
 
 def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values: bool,
-                   dequantize: bool = False, contiguous: bool = False) -> tuple[QTensor, Any] | None:
-    """The work of :func:`quantize_fast` (and the values, with ``want_values`` and the C kernels)."""
+                   dequantize: bool = False, contiguous: bool = False,
+                   count_flushed: bool = False) -> tuple[QTensor, Any] | None:
+    """The work of :func:`quantize_fast` (and the values, with ``want_values`` and the C kernels).
+
+    ``count_flushed``: the fused C paths count the cast's flushes in the same walk (``info.nonzero`` and
+    ``info.flushed``); the others leave them to ``quantize_tensor``.
+    """
     if not torch.is_tensor(x):
         return None
     on_cpu = x.is_cpu
@@ -121,11 +126,13 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
     pl = _plan(recipe, shape, flip)
     base = x.t() if flip else x.contiguous()
     if path == "fused_band":
-        return _band(base, fmt, recipe, band_rule(recipe), pl, flip, want_values, dequantize, contiguous)
+        return _band(base, fmt, recipe, band_rule(recipe), pl, flip, want_values, dequantize, contiguous,
+                     count_flushed)
     kernel = path == "ckernel"
     delayed = type(recipe) is DelayedScaling
     if kernel and delayed:  # the scale comes from the history: amax measured in the cast's own walk over x
-        return _delayed_one_pass(base, fmt, recipe, state, pl, flip, want_values, dequantize, contiguous)
+        return _delayed_one_pass(base, fmt, recipe, state, pl, flip, want_values, dequantize, contiguous,
+                                 count_flushed)
     if kernel:  # one C pass: each block's max |x| (exact), and whether everything is finite
         amax_b, finite = ckernels.block_amax(base, pl.bblock)
         if not finite:
@@ -181,7 +188,8 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
 
 
 def _delayed_one_pass(base: Any, fmt: Format, recipe: DelayedScaling, state: Any, pl: _Plan, flip: bool,
-                      want_values: bool, dequantize: bool, contiguous: bool) -> tuple[QTensor, Any] | None:
+                      want_values: bool, dequantize: bool, contiguous: bool,
+                      count_flushed: bool = False) -> tuple[QTensor, Any] | None:
     """:func:`_quantize_fast` for delayed scaling in one C walk over ``x``: the history's scale is known before the
     cast, so the cast measures the amax (for the report and the history) as it goes.
 
@@ -197,9 +205,9 @@ def _delayed_one_pass(base: Any, fmt: Format, recipe: DelayedScaling, state: Any
         return None
     s_base = torch.from_numpy(np.ascontiguousarray(scales.T)) if flip else torch.from_numpy(scales)
     pow2 = getattr(ss.scale_format, "name", ss.scale_format) in ("e8m0", "float8_e8m0fnu")
-    codes, vals, amax_b, finite, _ = ckernels.scaled_encode_measured(
+    codes, vals, amax_b, finite, counts = ckernels.scaled_encode_measured(
         base, s_base, pl.bblock, fmt, reciprocal=pow2, values=want_values, dequantize=dequantize,
-        transpose=flip and contiguous)
+        transpose=flip and contiguous, flush=count_flushed)
     if not finite:
         return None
     amax = (amax_b.T if flip else amax_b).astype(np.float64) + 0.0
@@ -208,7 +216,8 @@ def _delayed_one_pass(base: Any, fmt: Format, recipe: DelayedScaling, state: Any
     if flip and not contiguous:
         codes = codes.t()
         vals = vals.t() if vals is not None else None
-    info = QuantInfo.of(float(amax.max()), 0, n_sat, **ss.info)
+    flush = {} if counts is None else {"nonzero": counts[0], "flushed": counts[1]}
+    info = QuantInfo.of(float(amax.max()), 0, n_sat, **ss.info, **flush)
     q = QTensor._trusted(codes, torch.from_numpy(scales), fmt, scaling=recipe, block=pl.block,
                          scale_format=ss.scale_format, tensor_scale=ss.tensor_scale, info=info)
     st.scale = float(scales.reshape(-1)[0])
@@ -217,7 +226,7 @@ def _delayed_one_pass(base: Any, fmt: Format, recipe: DelayedScaling, state: Any
 
 
 def _band(base: Any, fmt: Format, recipe: Recipe, rule: str, plan: _Plan, flip: bool, want_values: bool,
-          dequantize: bool, contiguous: bool) -> tuple[QTensor, Any] | None:
+          dequantize: bool, contiguous: bool, count_flushed: bool = False) -> tuple[QTensor, Any] | None:
     """:func:`_quantize_fast` with amax, scales and cast fused in one C call, a band of rows at a time.
 
     The C kernel applies the recipe's scale rule (``mx_scale_exponents``' rceil and the E8M0 table,
@@ -225,16 +234,18 @@ def _band(base: Any, fmt: Format, recipe: Recipe, rule: str, plan: _Plan, flip: 
     QTensor is the one the two-pass path builds.
     """
     got = ckernels.band_encode(base, plan.bblock, fmt, rule, margin=getattr(recipe, "margin", 0), values=want_values,
-                               dequantize=dequantize, transpose=flip and contiguous)
+                               dequantize=dequantize, transpose=flip and contiguous, flush=count_flushed)
     if got is None:
         return None  # an inf or NaN, or a scale out of range: the general path reports it
-    codes, vals, amax_b, scales_b, codes_b, n_sat = got
+    codes, vals, amax_b, scales_b, codes_b, n_sat, counts = got
     amax = amax_b.T if flip else amax_b
     scales = np.ascontiguousarray(scales_b.T) if flip else scales_b
     if flip and not contiguous:
         codes = codes.t()
         vals = vals.t() if vals is not None else None
     extra = {} if codes_b is None else {"scale_codes": np.ascontiguousarray(codes_b.T) if flip else codes_b}
+    if counts is not None:
+        extra.update(nonzero=counts[0], flushed=counts[1])
     info = QuantInfo.of(float(amax.max()), 0, n_sat, **extra)
     q = QTensor._trusted(codes, torch.from_numpy(scales), fmt, scaling=recipe, block=plan.block,
                          scale_format="float32" if rule == "float" else "e8m0", tensor_scale=None, info=info)

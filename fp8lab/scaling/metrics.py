@@ -21,7 +21,7 @@ from ..codec.tables import code_values
 from ..qtensor import QTensor
 from .blocks import to_numpy
 
-__all__ = ["sqnr_db", "error_stats", "flushed_fraction", "tensor_amax"]
+__all__ = ["sqnr_db", "error_stats", "flushed_fraction", "flush_counts", "tensor_amax"]
 
 
 _CHUNK = 1 << 18  # elements per float64 chunk: the temporaries stay in cache
@@ -148,23 +148,34 @@ def flushed_fraction(x: Any, q: Any) -> float:
     >>> flushed_fraction(x, quantize_tensor(x, "e4m3", "tensor")), flushed_fraction(x, torch.tensor([[1.0, 0.0, 0.0, 2.0]]))
     (0.3333333333333333, 0.3333333333333333)
     """
+    nonzero, flushed = flush_counts(x, q)
+    return flushed / nonzero if nonzero else 0.0
+
+
+def flush_counts(x: Any, q: Any) -> tuple[int, int]:
+    """(nonzero elements of ``x``, how many of them quantized to zero): the counts behind :func:`flushed_fraction`.
+
+    ``q`` is ``x``'s QTensor or its rounded values; C kernels count both in one pass where they serve it.
+
+    >>> import torch
+    >>> flush_counts(torch.tensor([[1.0, 1e-6, 0.0, 2.0]]), torch.tensor([[1.0, 0.0, 0.0, 2.0]]))
+    (3, 1)
+    """
     if not is_torch(x):
         xa = np.asarray(x)
         nonzero = int(np.count_nonzero(xa))
         after = np.asarray(to_numpy(q.values() if isinstance(q, QTensor) else q))
-        return ((xa.size - int(np.count_nonzero(after))) - (xa.size - nonzero)) / nonzero if nonzero else 0.0
+        return nonzero, (xa.size - int(np.count_nonzero(after))) - (xa.size - nonzero)
     n = x.numel()
     if (not isinstance(q, QTensor) and is_torch(q) and _kernel_ready(x) and _kernel_ready(q)
             and tuple(q.shape) == tuple(x.shape)):
-        nonzero, flushed = ckernels.flush_count_values(x, q)  # both counts in one pass
-        return flushed / nonzero if nonzero else 0.0
+        return ckernels.flush_count_values(x, q)  # both counts in one pass
     if (isinstance(q, QTensor) and q.zero_point is None and q.format.bits <= 8 and _kernel_ready(x)
             and q.codes.is_contiguous() and tuple(q.codes.shape) == tuple(x.shape)):
-        nonzero, flushed = ckernels.flush_count(x, q.codes, q.format)  # both counts in one pass
-        return flushed / nonzero if nonzero else 0.0
+        return ckernels.flush_count(x, q.codes, q.format)  # both counts in one pass
     nonzero = int(torch.count_nonzero(x))
     if not nonzero:
-        return 0.0
+        return 0, 0
     if isinstance(q, QTensor):
         if q.zero_point is None and q.format.bits <= 16:
             zero_codes = _zero_codes(q.format)
@@ -179,4 +190,4 @@ def flushed_fraction(x: Any, q: Any) -> float:
             zeros_after = n - int(torch.count_nonzero(q.values()))
     else:
         zeros_after = n - int(torch.count_nonzero(q))
-    return (zeros_after - (n - nonzero)) / nonzero
+    return nonzero, zeros_after - (n - nonzero)

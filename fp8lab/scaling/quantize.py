@@ -23,6 +23,7 @@ from ..validation import lookup_key
 from .base import Recipe
 from .fast import quantize_fast, quantize_fast_values
 from .integer import IntScaling
+from .metrics import flush_counts
 from .mx import MXScaling
 from .nvfp4 import NVFP4Scaling
 from .recipes import AxisScaling, BlockScaling, PercentileScaling, TensorScaling
@@ -125,8 +126,16 @@ def _laid_out_as(q: QTensor, x: Any) -> QTensor:
     return q
 
 
+def _counted(q: QTensor, x: Any) -> QTensor:
+    """``q`` with ``info.nonzero`` and ``info.flushed`` (counted here unless its cast counted them)."""
+    if q.info.flushed is not None:
+        return q
+    nonzero, flushed = flush_counts(x, q)
+    return dataclasses.replace(q, info=q.info.replace(nonzero=nonzero, flushed=flushed))
+
+
 def quantize_tensor(x: Any, fmt: "str | Format | None" = None, recipe: "Recipe | str | None" = None, *,
-                    state: Any = None, keep_values: str | None = None) -> QTensor:
+                    state: Any = None, keep_values: str | None = None, count_flushed: bool = False) -> QTensor:
     """Quantize ``x`` (numpy or torch, any shape) to ``fmt`` with a scaling ``recipe``, returning a QTensor.
 
     ``fmt`` defaults to the recipe's usual format (``e4m3``; ``fp4`` for NVFP4; ``int8`` for
@@ -148,6 +157,11 @@ def quantize_tensor(x: Any, fmt: "str | Format | None" = None, recipe: "Recipe |
     scale), where the C kernels cast it (:meth:`QTensor.held_values`; ``scaled_matmul`` reads
     them instead of decoding the codes again, the same bits). Elsewhere nothing is kept.
 
+    ``count_flushed=True`` adds ``q.info.nonzero`` (the input's nonzero elements) and
+    ``q.info.flushed`` (how many of them the cast made zero: the underflow is their ratio, as
+    :func:`~fp8lab.scaling.metrics.flushed_fraction` gives it), counted in the cast's own walk over
+    ``x`` where the C kernels fuse it, else afterwards.
+
     >>> import numpy as np
     >>> q = quantize_tensor(np.array([[1.0, 2.0], [-4.0, 8.0]], np.float32), "e4m3", TensorScaling(pow2=True))
     >>> q.scales.tolist(), q.dequantize().tolist()
@@ -161,18 +175,22 @@ def quantize_tensor(x: Any, fmt: "str | Format | None" = None, recipe: "Recipe |
     if keep_values not in (None, "values", "dequantized"):
         raise ValueError(f"keep_values is None, 'values' or 'dequantized', got {keep_values!r}")
     _warn_if_graph_cut(x)
+    count = bool(count_flushed)
     if is_torch(x) and x.dtype == torch.float32:
         # the same QTensor by a fast path of the table in scaling/paths.py, where one serves the call
         if keep_values is None:
-            q = quantize_fast(x, fmt, recipe, state)
+            q = quantize_fast(x, fmt, recipe, state, count_flushed=count)
             if q is not None:
-                return q
+                return _counted(q, x) if count else q
         else:
             deq = keep_values == "dequantized"
-            got = quantize_fast_values(x, fmt, recipe, state, dequantize=deq)
+            got = quantize_fast_values(x, fmt, recipe, state, dequantize=deq, count_flushed=count)
             if got is not None:
                 q, v = got
+                q = _counted(q, x) if count else q
                 return q if v is None else q.hold_values(v, dequantized=deq)
+    if count:
+        return _counted(quantize_tensor(x, fmt, recipe, state=state), x)
     xf = _as_float(x)
     kw = {"state": state} if recipe.stateful else {}
     if xf.ndim > 0:
