@@ -593,8 +593,9 @@ class Fp8Linear(torch.nn.Linear):
         if axis == 0 and not turned:
             q = q.transpose()  # the held values with it, as a view
         if record:
-            self._record(role, x, q if role == "grad_output" else None, amax=amax,
-                         scale=float(q.scales.max()) if q.scales.numel() else 1.0, saturated=saturated)
+            n = q.scales.numel()
+            self._record(role, x, q if role == "grad_output" else None, amax=amax, saturated=saturated,
+                         scale=q.scales.item() if n == 1 else float(q.scales.max()) if n else 1.0)
         return q, bad
 
     def _record(self, role: str, x: torch.Tensor, values: Any, *, amax: float, scale: float, saturated: int) -> None:

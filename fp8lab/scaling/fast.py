@@ -178,7 +178,7 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
     if flip:
         codes = codes.t()
         vals = vals.t() if vals is not None else None
-    info = QuantInfo.of(float(amax.max()), 0, n_sat, **ss.info)
+    info = QuantInfo.of(float(np.maximum.reduce(amax, axis=None)), 0, n_sat, **ss.info)
     q = QTensor._trusted(codes, s_x, fmt, scaling=recipe, block=pl.block, scale_format=ss.scale_format,
                          tensor_scale=ss.tensor_scale, info=info)  # shapes and types checked above
     if delayed:
@@ -217,7 +217,7 @@ def _delayed_one_pass(base: Any, fmt: Format, recipe: DelayedScaling, state: Any
         codes = codes.t()
         vals = vals.t() if vals is not None else None
     flush = {} if counts is None else {"nonzero": counts[0], "flushed": counts[1]}
-    info = QuantInfo.of(float(amax.max()), 0, n_sat, **ss.info, **flush)
+    info = QuantInfo.of(float(np.maximum.reduce(amax, axis=None)), 0, n_sat, **ss.info, **flush)
     q = QTensor._trusted(codes, torch.from_numpy(scales), fmt, scaling=recipe, block=pl.block,
                          scale_format=ss.scale_format, tensor_scale=ss.tensor_scale, info=info)
     st.scale = float(scales.reshape(-1)[0])
@@ -246,7 +246,7 @@ def _band(base: Any, fmt: Format, recipe: Recipe, rule: str, plan: _Plan, flip: 
     extra = {} if codes_b is None else {"scale_codes": np.ascontiguousarray(codes_b.T) if flip else codes_b}
     if counts is not None:
         extra.update(nonzero=counts[0], flushed=counts[1])
-    info = QuantInfo.of(float(amax.max()), 0, n_sat, **extra)
+    info = QuantInfo.of(float(np.maximum.reduce(amax, axis=None)), 0, n_sat, **extra)
     q = QTensor._trusted(codes, torch.from_numpy(scales), fmt, scaling=recipe, block=plan.block,
                          scale_format="float32" if rule == "float" else "e8m0", tensor_scale=None, info=info)
     return q, vals
