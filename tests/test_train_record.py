@@ -44,6 +44,12 @@ def record() -> dict:
     return json.loads((ROOT / "bench" / "results" / "train.json").read_text())
 
 
+def _recorded_config(rec: dict, seed: int) -> TrainConfig:
+    """The recorded runs' TrainConfig for ``seed``: a record made before ``bf16_units`` existed ran MKL's FP32 GEMMs."""
+    kw = {k: v for k, v in rec["config"].items() if k != "seeds"}
+    return TrainConfig(**{"bf16_units": False, **kw, "seed": seed})
+
+
 def _machine_of(rec: dict, row: dict) -> dict | None:
     """The machine record of the process that ran ``row`` (its seed's runs all ran on one machine)."""
     found = [r.get("machine_record") for r in rec["runs"] if r["seed"] == row["seed"]]
@@ -81,7 +87,7 @@ def test_every_recorded_first_loss_is_today_s(name):
     torch.set_num_threads(1)
     try:
         for row in rows:
-            cfg = TrainConfig(**{**{k: v for k, v in rec["config"].items() if k != "seeds"}, "seed": row["seed"]})
+            cfg = _recorded_config(rec, row["seed"])
             loss, _, _ = Run(LinearRecipe.from_name(name), cfg).step(0)
             got = float(loss.detach())
             if same_machine(_machine_of(rec, row)):
@@ -108,7 +114,7 @@ def test_the_recorded_run_is_reproduced_to_its_first_validation(name):
     rec = record()
     rows = [r for r in rec["rows"] if r["recipe"] == name]
     row = next(r for r in rows if r["seed"] == 0)
-    cfg = TrainConfig(**{**{k: v for k, v in rec["config"].items() if k != "seeds"}, "seed": 0})
+    cfg = _recorded_config(rec, 0)
     want = row["val"][0]
     assert want["step"] == 250
     before = torch.get_num_threads()

@@ -6,7 +6,9 @@ decodes the codes and computes in float32 under an :class:`Accumulator` model: e
 (default), or a limited-precision accumulator (``mantissa_bits``) promoted to FP32 every
 ``promote_every`` elements of K, or never. ``backend="native"`` runs ``torch._scaled_mm`` (on the
 CPU with row-wise scale shapes, its fast path; on CUDA devices of capability 8.9/9.0).
-``accumulation_error_vs_k`` measures the error DeepSeek-V3 describes in words.
+``accumulation_error_vs_k`` measures the error DeepSeek-V3 describes in words. Inside
+``bf16_units()`` the exact GEMM of FP8 operands runs on the CPU's BF16 matrix units (exact: every FP8
+value is a BF16 value; see :mod:`fp8lab.gemm.units`).
 
 >>> import torch
 >>> from fp8lab.codec import encode
@@ -23,9 +25,10 @@ from .checks import OUT_DTYPES, common_k_block
 from .decode import decode_values, fast_decode, release_workspace
 from .experiments import DISTRIBUTIONS, accumulation_error_vs_k, relative_errors
 from .native import NATIVE_FORMATS, native_available
+from .units import bf16_units, bf16_units_enabled
 
 __all__ = [
-    "scaled_matmul", "Accumulator", "native_available", "accumulation_error_vs_k",
+    "scaled_matmul", "Accumulator", "native_available", "accumulation_error_vs_k", "bf16_units", "bf16_units_enabled",
     "relative_errors", "round_mantissa", "common_k_block", "decode_values", "fast_decode", "release_workspace",
     "ACCUMULATOR_MODELS", "ACCUMULATOR_ROUNDINGS", "BACKENDS", "OUT_DTYPES", "NATIVE_FORMATS", "DISTRIBUTIONS",
 ]

@@ -35,6 +35,7 @@ from ..codec.paths import path_policy
 from ..codec.wide import round_bits_torch
 from .accumulator import Accumulator, round_mantissa
 from .checks import Problem
+from . import units
 from .decode import decode_values
 
 __all__ = ["exact", "exact_values", "limited", "check_accumulator"]
@@ -119,7 +120,7 @@ def exact_values(p: Problem, va=None, vb=None, *, consume: tuple[bool, bool] = (
         if deq_a or deq_b:
             raise ValueError("dequantized operands are for K-blocked GEMMs; with one K-block the scales are applied "
                              "to the result, so give the decoded values")
-        return _epilogue(va @ vb, p, bias)
+        return _epilogue(units.matmul(va, vb, p.a_format, p.b_format), p, bias)  # decoded values: BF16-exact
     # K-blocks: scale the operands; our own buffers (workspace or fresh) in place, a caller's values on a copy
     va = va if own_a or consume[0] or deq_a else va.clone()
     vb = vb if own_b or consume[1] or deq_b else vb.clone()

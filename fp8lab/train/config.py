@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from ..validation import check_int, check_real
+from ..validation import check_bool, check_int, check_real
 
 __all__ = ["TrainConfig"]
 
@@ -46,6 +46,9 @@ class TrainConfig:
     grad_clip: float = 1.0
     eval_interval: int = 250
     eval_iters: int = 20
+    #: exact FP8 GEMMs on the CPU's BF16 matrix units (fp8lab.gemm.units: exact, another summation order; False:
+    #: MKL's FP32 GEMM, as every run recorded before this field existed)
+    bf16_units: bool = True
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "block_size", "n_layer", "n_head", "n_embd", "eval_interval", "eval_iters"):
@@ -56,6 +59,7 @@ class TrainConfig:
             check_real("TrainConfig", name, getattr(self, name), minimum=0)
         for name in ("beta1", "beta2"):
             check_real("TrainConfig", name, getattr(self, name), minimum=0, maximum=1)
+        check_bool("TrainConfig", "bf16_units", self.bf16_units)
 
     def lr_at(self, step: int) -> float:
         """nanoGPT's schedule: linear warmup, cosine decay to ``min_lr`` at the last step.

@@ -74,10 +74,12 @@ def _estimate_loss(model, corpus, cfg: TrainConfig, seed: int) -> dict[str, floa
     """Mean loss over ``eval_iters`` batches of each split (nanoGPT's ``estimate_loss``), own RNG."""
     import torch
 
+    from ..gemm import bf16_units
+
     g = torch.Generator().manual_seed(seed)
     model.eval()
     out = {}
-    with torch.no_grad():
+    with torch.no_grad(), bf16_units(cfg.bf16_units):
         for split in ("train", "val"):
             losses = [float(model(*corpus.batch(split, cfg.batch_size, cfg.block_size, g))[1]) for _ in range(cfg.eval_iters)]
             out[split] = float(np.mean(losses))
@@ -157,14 +159,17 @@ class Run:
         """
         import torch
 
+        from ..gemm import bf16_units
+
         cfg, opt, scaler, params = self.cfg, self.opt, self.scaler, self.params
         t0 = time.perf_counter()
         for group in opt.param_groups:
             group["lr"] = cfg.lr_at(step)
         x, y = self.corpus.batch("train", cfg.batch_size, cfg.block_size, self.batches)
-        _, loss = self.model(x, y)
-        opt.zero_grad(set_to_none=True)
-        (scaler.scale_loss(loss) if scaler else loss).backward()
+        with bf16_units(cfg.bf16_units):  # exact FP8 GEMMs on the BF16 matrix units (fp8lab.gemm.units)
+            _, loss = self.model(x, y)
+            opt.zero_grad(set_to_none=True)
+            (scaler.scale_loss(loss) if scaler else loss).backward()
         ok = True
         if scaler is not None:
             ok = scaler.step([p.grad for p in params])
