@@ -65,7 +65,7 @@ def test_the_units_accumulate_exactly_in_fp32(recipe, shape):
 def test_off_small_or_inexact_products_are_the_fp32_gemm_bit_for_bit():
     """Off (the default), below MIN_WORK, or with an operand format that is not BF16-exact: the plain FP32 matmul."""
     mk = torch.backends.mkldnn.matmul
-    e4, f16 = fl.get_format("e4m3"), fl.get_format("fp16")
+    e4, f16 = units.operand_range(fl.get_format("e4m3")), units.operand_range(fl.get_format("fp16"))
     a = torch.randn(256, 512).to(torch.float8_e4m3fn).float()
     b = torch.randn(512, 256).to(torch.float8_e4m3fn).float()
     assert torch.equal(units.matmul(a, b, e4, e4), a @ b)
@@ -87,7 +87,7 @@ def test_the_switch_holds_per_thread_and_is_restored_after_an_error():
     assert seen == [False] and not units.bf16_units_enabled()
     mk = torch.backends.mkldnn.matmul
     before = mk.fp32_precision
-    e4 = fl.get_format("e4m3")
+    e4 = units.operand_range(fl.get_format("e4m3"))
     with units.bf16_units(), pytest.raises(RuntimeError):
         units.matmul(torch.ones(256, 256), torch.ones(255, 256), e4, e4)  # shapes that cannot multiply
     assert mk.fp32_precision == before
@@ -105,3 +105,33 @@ def test_a_training_step_on_the_units_is_the_step_of_the_fp32_gemm_within_roundi
         run = Run(LinearRecipe.from_name("fp8-tensorwise-current"), TrainConfig(**cfg, bf16_units=on))
         losses[on] = [run.step(i)[0].item() for i in range(3)]
     assert losses[True] == pytest.approx(losses[False], rel=1e-4)
+
+
+def test_k_blocked_gemms_use_the_units_only_with_power_of_two_scales_in_range():
+    """MX (E8M0 scales along K): dequantized operands are BF16 values, so the product on the units is within FP32
+    accumulation's bound of float64 and the same whichever path made the values; 1x128 tiles with float32 scales keep
+    the FP32 GEMM bit for bit; a scale so small that a product would be subnormal keeps it too."""
+    from fp8lab.scaling import BlockScaling, MXScaling
+
+    g = torch.Generator().manual_seed(1)
+    x, w = torch.randn(256, 512, generator=g) * 5, torch.randn(128, 512, generator=g)
+    mx = MXScaling(scale_rounding="rceil")
+    qa = fl.quantize_tensor(x, "e4m3", mx, keep_values="dequantized")
+    qb = fl.quantize_tensor(w, "e4m3", MXScaling(scale_rounding="rceil", axis=-1), keep_values="dequantized").transpose()
+    with units.bf16_units():
+        got = fl.scaled_matmul(qa, qb)
+        again = fl.scaled_matmul(dataclasses.replace(qa), dataclasses.replace(qb))
+    assert torch.equal(got, again)
+    da, db = qa.dequantize().double(), qb.dequantize().double()
+    ref = da @ db
+    bound = 512 * 2.0 ** -24 / (1 - 512 * 2.0 ** -24) * (da.abs() @ db.abs())
+    assert bool(((got.double() - ref).abs() <= bound).all())
+    assert units.operand_range(fl.get_format("e4m3"), qa.scales) is not None
+
+    tiles = BlockScaling((1, 128))
+    ta = fl.quantize_tensor(x, "e4m3", tiles)
+    tb = fl.quantize_tensor(w, "e4m3", tiles).transpose()
+    with units.bf16_units():
+        on = fl.scaled_matmul(ta, tb)
+    assert torch.equal(on, fl.scaled_matmul(ta, tb))
+    assert units.operand_range(fl.get_format("e4m3"), torch.tensor([2.0 ** -120])) is None  # below BF16's normals

@@ -120,12 +120,17 @@ def exact_values(p: Problem, va=None, vb=None, *, consume: tuple[bool, bool] = (
         if deq_a or deq_b:
             raise ValueError("dequantized operands are for K-blocked GEMMs; with one K-block the scales are applied "
                              "to the result, so give the decoded values")
-        return _epilogue(units.matmul(va, vb, p.a_format, p.b_format), p, bias)  # decoded values: BF16-exact
+        out = units.matmul(va, vb, units.operand_range(p.a_format), units.operand_range(p.b_format))
+        return _epilogue(out, p, bias)
     # K-blocks: scale the operands; our own buffers (workspace or fresh) in place, a caller's values on a copy
     va = va if own_a or consume[0] or deq_a else va.clone()
     vb = vb if own_b or consume[1] or deq_b else vb.clone()
     _scale_k_blocks_(None if deq_a else va, None if deq_b else vb, p)
-    out = va @ vb
+    if units.bf16_units_enabled():  # power-of-two scales keep the dequantized operands BF16 values
+        out = units.matmul(va, vb, units.operand_range(p.a_format, p.a_scales),
+                           units.operand_range(p.b_format, p.b_scales))
+    else:
+        out = va @ vb
     return out if bias is None else out.add_(bias)
 
 

@@ -6,8 +6,9 @@ scales go to the epilogue). A BF16 x BF16 product is exact in FP32, and oneDNN's
 (AMX or AVX-512-BF16) accumulates in FP32: the result is an FP32-accumulated sum of the exact
 products, what ``Accumulator()`` models ("exact FP32 accumulation, in any order"), in another
 summation order than MKL's FP32 GEMM, and two to three times faster on this machine (see
-``bench/results/train.json``). Dequantized operands (K-blocked GEMMs) are not BF16 values; they
-keep the FP32 GEMM.
+``bench/results/train.json``). Dequantized operands of a K-blocked GEMM are BF16 values too where
+every scale is a power of two (MX's E8M0 scales) and the products stay in range
+(:func:`operand_range` checks); with float32 scales (1x128 tiles) they keep the FP32 GEMM.
 
 torch has no per-call switch for it, only oneDNN's process-wide FP32 precision
 (``torch.backends.mkldnn.matmul.fp32_precision``), so inside :func:`bf16_units` each such product
@@ -18,8 +19,9 @@ and the training loop (``TrainConfig.bf16_units``) turns it on for its own steps
 >>> import torch
 >>> a = torch.randn(64, 256).to(torch.float8_e4m3fn).float(); b = torch.randn(256, 128).to(torch.float8_e4m3fn).float()
 >>> ref = a.double() @ b.double()
+>>> r = operand_range(get_format("e4m3"))
 >>> with bf16_units():
-...     got = matmul(a, b, get_format("e4m3"), get_format("e4m3"))
+...     got = matmul(a, b, r, r)
 >>> float((got.double() - ref).abs().max()) <= float((a @ b).double().sub(ref).abs().max()) * 4
 True
 """
@@ -35,7 +37,7 @@ from ..codec.backend import torch
 from ..formats import FloatFormat, Format, IntFormat
 from ..registry import get_format  # noqa: F401 - the examples use it
 
-__all__ = ["bf16_units", "bf16_units_enabled", "bf16_exact", "matmul", "MIN_WORK"]
+__all__ = ["bf16_units", "bf16_units_enabled", "bf16_exact", "operand_range", "matmul", "MIN_WORK"]
 
 #: Below this many multiply-adds (m * k * n) the FP32 GEMM is faster than the BF16 units' call overhead
 #: (measured on this machine: 16 x 512 x 128 breaks even, 128^3 is faster in BF16).
@@ -88,16 +90,50 @@ def bf16_exact(fmt: Format) -> bool:
     return math.log2(smallest) >= _BF16_MIN_NORMAL_EXP and math.log2(fmt.max) < _BF16_MAX_EXP + 1
 
 
-def matmul(a: Any, b: Any, fa: Format, fb: Format) -> Any:
-    """``a @ b`` for float32 CPU matrices holding values of ``fa`` and ``fb``: on the BF16 matrix units where
-    :func:`bf16_units` is on, both formats are :func:`bf16_exact` and the product is large enough, else FP32.
+def operand_range(fmt: Format, scales: Any = None) -> tuple[float, float] | None:
+    """(smallest nonzero, largest) magnitude of ``fmt``'s values times ``scales`` if every such product is a normal
+    BF16 value, else None: the values themselves (no scales) for a :func:`bf16_exact` format, or with power-of-two
+    scales (E8M0, MX) dequantized values, which keep the element's significant bits.
 
     >>> import torch
-    >>> matmul(torch.ones(2, 3), torch.ones(3, 1), get_format("e4m3"), get_format("e4m3")).tolist()
+    >>> operand_range(get_format("e4m3")), operand_range(get_format("e4m3"), torch.tensor([2.0 ** -3, 4.0]))
+    ((0.001953125, 448.0), (0.000244140625, 1792.0))
+    >>> operand_range(get_format("e4m3"), torch.tensor([0.3])) is None  # not a power of two: 24 significant bits
+    True
+    """
+    if not bf16_exact(fmt):
+        return None
+    lo = fmt.min_subnormal if isinstance(fmt, FloatFormat) and fmt.subnormals else \
+        (fmt.min_normal if isinstance(fmt, FloatFormat) else 1.0)
+    hi = float(fmt.max)
+    if scales is None:
+        return lo, hi
+    s = scales.detach().reshape(-1).float()
+    if s.numel() == 0:
+        return lo, hi
+    mant, _ = torch.frexp(s)
+    if not bool(((mant == 0.5) & (s > 0)).all()):
+        return None  # a scale that is not a positive power of two adds significant bits
+    lo, hi = lo * float(s.min()), hi * float(s.max())
+    if math.log2(lo) < _BF16_MIN_NORMAL_EXP or hi >= 2.0 ** (_BF16_MAX_EXP + 1):
+        return None
+    return lo, hi
+
+
+def matmul(a: Any, b: Any, ra: "tuple[float, float] | None", rb: "tuple[float, float] | None") -> Any:
+    """``a @ b`` for float32 CPU matrices whose nonzero magnitudes lie in ``ra`` and ``rb`` (:func:`operand_range`,
+    None: not BF16 values): on the BF16 matrix units where :func:`bf16_units` is on, both are BF16 values whose
+    products and sums stay in FP32's normal range, and the product is large enough; else the FP32 GEMM.
+
+    >>> import torch
+    >>> r = operand_range(get_format("e4m3"))
+    >>> matmul(torch.ones(2, 3), torch.ones(3, 1), r, r).tolist()
     [[3.0], [3.0]]
     """
-    if not (_enabled.get() and a.is_cpu and a.dtype == torch.float32 and b.dtype == torch.float32
-            and a.shape[0] * a.shape[1] * b.shape[1] >= MIN_WORK and bf16_exact(fa) and bf16_exact(fb)):
+    if not (_enabled.get() and ra is not None and rb is not None and a.is_cpu and a.dtype == torch.float32
+            and b.dtype == torch.float32 and a.shape[0] * a.shape[1] * b.shape[1] >= MIN_WORK
+            and ra[0] * rb[0] >= 2.0 ** _BF16_MIN_NORMAL_EXP  # products never subnormal (the units flush them)
+            and ra[1] * rb[1] * a.shape[1] < 2.0 ** (_BF16_MAX_EXP + 1)):  # nor the sums beyond FP32's range
         return a @ b
     mk = torch.backends.mkldnn.matmul
     before = mk.fp32_precision
