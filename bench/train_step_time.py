@@ -10,9 +10,12 @@ processes' load disturbs less) are both recorded and printed. Every Fp8Linear sa
 FP8 (``save_fp8=True``, the default), as the timed training does.
 
     python bench/train_step_time.py [--rounds 24] [--warmup 3] [--repeats 3] [--recipes a,b,...] [--print-only]
+                                    [--fp32-gemms]
 
 ``--recipes`` times a subset (fp32 is always added: the ratios are to it); ``--print-only`` prints the ratios
-without touching the results file (the recorded table stays the one its runs measured).
+without touching the results file (the recorded table stays the one its runs measured). The runs use
+``TrainConfig``'s default ``bf16_units=True`` (the exact FP8 GEMMs on the CPU's BF16 matrix units, as
+``fp8lab train`` runs them); ``--fp32-gemms`` times them on MKL's FP32 GEMM instead.
 
 With --repeats R the whole measurement runs R times (fresh runs each time); the ratios recorded are the
 median over the repeats, and each repeat's own ratios are kept under "repeats".
@@ -46,11 +49,11 @@ def _commit() -> str:
         return "unknown"
 
 
-def measure(rounds: int, warmup: int, names: list[str] | None = None) -> dict:
+def measure(rounds: int, warmup: int, names: list[str] | None = None, bf16_units: bool = True) -> dict:
     """Per-round wall and CPU step times of every recipe (or of ``names`` and fp32), and their ratios to fp32's in the same round."""
     torch.set_num_threads(1)
     names = list(LinearRecipe.names()) if names is None else ["fp32", *[n for n in names if n != "fp32"]]
-    cfg = TrainConfig(steps=rounds)
+    cfg = TrainConfig(steps=rounds, bf16_units=bf16_units)
     runs = {n: Run(LinearRecipe.from_name(n), cfg) for n in names}
     wall = {n: [] for n in names}
     cpu = {n: [] for n in names}
@@ -79,6 +82,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--recipes", default=None, help="comma-separated recipe names (default: every preset)")
     ap.add_argument("--print-only", action="store_true", help="print the ratios; do not write bench/results/train.json")
+    ap.add_argument("--fp32-gemms", action="store_true",
+                    help="TrainConfig(bf16_units=False): the exact FP8 GEMMs on MKL's FP32 GEMM, not the BF16 units")
     args = ap.parse_args()
     names = None
     if args.recipes is not None:
@@ -92,7 +97,7 @@ def main() -> None:
     load_before = os.getloadavg()
     reps = []
     for r in range(args.repeats):
-        reps.append(measure(args.rounds, args.warmup, names))
+        reps.append(measure(args.rounds, args.warmup, names, bf16_units=not args.fp32_gemms))
         print(f"repeat {r + 1}/{args.repeats}: wall", json.dumps({n: round(v, 2) for n, v in reps[-1]["vs_fp32"].items()}),
               "cpu", json.dumps({n: round(v, 2) for n, v in reps[-1]["cpu_vs_fp32"].items()}), flush=True)
     load_after = os.getloadavg()
@@ -108,7 +113,8 @@ def main() -> None:
         return
     rec = json.loads(RESULTS.read_text())
     rec["step_time_check"] = {"command": f"python bench/train_step_time.py --rounds {args.rounds} --warmup {args.warmup} "
-                                         f"--repeats {args.repeats}",
+                                         f"--repeats {args.repeats}" + (" --fp32-gemms" if args.fp32_gemms else ""),
+                              "bf16_units": not args.fp32_gemms,
                               **m, "load_average_before_after": [load_before, load_after], "commit": _commit(),
                               "method": "all recipes stepped in turn (order rotating), one thread; median over rounds "
                                         "of each recipe's wall-clock step time divided by fp32's in the same round; "

@@ -478,6 +478,15 @@ def test_warmup_defaults_to_a_tenth_of_a_short_run_and_refuses_more_than_the_run
     assert json.loads(js.read_text())["config"]["warmup_steps"] == 1
 
 
+def test_the_gemms_setting_is_recorded_and_fp32_gemms_switches_the_bf16_units_off(tmp_path):
+    """A run's JSON says where its exact FP8 GEMMs ran: the BF16 matrix units by default, FP32 with --fp32-gemms."""
+    for extra, units in (([], True), (["--fp32-gemms"], False)):
+        js = tmp_path / f"r{units}.json"
+        args = ["--recipe", "fp8-tensorwise-current", "--steps", "1", "--eval-iters", "1", "--quiet", "--json", str(js)]
+        assert train_main(args + extra) == 0
+        assert json.loads(js.read_text())["config"]["bf16_units"] is units
+
+
 def _fake_run(name, offset, n=200, seed=0):
     return {"recipe": {"name": name}, "loss": [3.0 - 0.005 * i + offset for i in range(n)],
             "val": [{"step": n, "val": 2.0 + offset}], "config": {"seed": seed}}

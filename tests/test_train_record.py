@@ -213,7 +213,10 @@ def recorded_prose(rec: dict) -> list[str]:
             f"{min(tc[n] for n in EXACT_FP8):.2f}x to {max(tc[n] for n in EXACT_FP8):.2f}x in CPU time)",
             f"an FP32 step, `{min(EXACT_FP8, key=lambda n: t[n])}` the least,",
             "(" + ", ".join(f"`{n}` {t[n]:.2f}x" for n in LIMITED) + ")",
-            f"FP32 step of {st['median_step_s']['fp32'] * 1e3:.0f} ms", f"`{st['command']}`"]
+            f"FP32 step of {st['median_step_s']['fp32'] * 1e3:.0f} ms", f"`{st['command']}`",
+            f"on the step-time machine: {st['machine_record']['cpu_model']},",
+            "with the exact FP8 GEMMs on its BF16 matrix units" if st.get("bf16_units")
+            else "with the exact FP8 GEMMs on MKL's FP32 GEMM"]
     return out
 
 

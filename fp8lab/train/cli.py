@@ -43,6 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-interval", type=positive_int, default=250, help="steps between validation losses")
     p.add_argument("--eval-iters", type=positive_int, default=20, help="batches per validation loss")
     p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--fp32-gemms", action="store_true",
+                   help="run the exact FP8 GEMMs on MKL's FP32 GEMM, not the CPU's BF16 matrix units (the same "
+                        "exact products, another summation order; see fp8lab.gemm.units)")
     p.add_argument("--json", help="write the run(s) as JSON here (checked before training; NaN and inf written as null)")
     p.add_argument("--plot", help="draw the loss curve(s) into this image (checked before training; the extension picks the format)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -366,7 +369,7 @@ def run(args: argparse.Namespace) -> int:
     recipes = [LinearRecipe.from_name(n) for n in names]  # unknown names fail here, before any training
     warmup = warmup_steps(args.steps, args.warmup)
     cfg = TrainConfig(steps=args.steps, seed=args.seed, eval_interval=min(args.eval_interval, args.steps),
-                      eval_iters=args.eval_iters, warmup_steps=warmup)
+                      eval_iters=args.eval_iters, warmup_steps=warmup, bf16_units=not args.fp32_gemms)
     runs: list[dict] = []
     bar = None
     writing = False
