@@ -96,18 +96,27 @@ static inline __attribute__((always_inline)) uint8_t encode_one(float t, uint32_
     return (uint8_t)(mag | (sign >> 24));
 }
 
-/* One row of the scaled cast: cr[j] = encode(xr[j] / scale) (times 1 / scale where the scales are powers of two),
-   vr[j] its value (times the scale with dequant) where vr is not null. Inlined at each call with fnuz constant. */
+/* One row of the scaled cast: cr[j] = encode(xr[j] / scale) (times 1 / scale where the scales are powers of two:
+   for column blocks the band's reciprocals inv, when the caller has them), vr[j] its value (times the scale with
+   dequant) where vr is not null. Inlined at each call with fnuz constant. */
 static inline __attribute__((always_inline)) void encode_row(
-        const float *restrict xr, int64_t cols, const float *restrict sr, int64_t bcols, int32_t reciprocal,
+        const float *restrict xr, int64_t cols, const float *restrict sr, const float *restrict inv, int64_t bcols,
+        int32_t reciprocal,
         uint8_t *restrict cr, float *restrict vr, int32_t dequant, uint32_t shift, uint32_t magic,
         uint32_t max_bits, uint32_t normal_bits, const uint32_t fnuz) {
     float v;
-    if (bcols == 1) {  /* column blocks: a scale per element of the row, the row walked once (a reciprocal per
-                          element would cost a division anyway) */
-        for (int64_t j = 0; j < cols; j++) {
-            cr[j] = encode_one(xr[j] / sr[j], shift, magic, max_bits, normal_bits, fnuz, &v);
-            if (vr) vr[j] = dequant ? v * sr[j] : v;
+    if (bcols == 1) {  /* column blocks: a scale per element of the row, the row walked once; with power-of-two
+                          scales, times the band's reciprocals (inv, computed once per band) */
+        if (inv) {
+            for (int64_t j = 0; j < cols; j++) {
+                cr[j] = encode_one(xr[j] * inv[j], shift, magic, max_bits, normal_bits, fnuz, &v);
+                if (vr) vr[j] = dequant ? v * sr[j] : v;
+            }
+        } else {
+            for (int64_t j = 0; j < cols; j++) {
+                cr[j] = encode_one(xr[j] / sr[j], shift, magic, max_bits, normal_bits, fnuz, &v);
+                if (vr) vr[j] = dequant ? v * sr[j] : v;
+            }
         }
         return;
     }
@@ -177,6 +186,9 @@ static int64_t encode_rows(const float *restrict x, int64_t nrows, int64_t cols,
     const uint8_t zero_mask = p->unsigned_zero ? 0xFFu : 0x7Fu;  /* a code is zero where (code & mask) == 0 */
     const int64_t scols = cols / bcols;
     int64_t nonfinite = 0;
+    /* power-of-two column scales: a reciprocal per column and band, so the row loop multiplies (x * 2^-k is x / 2^k);
+       without the scratch row (malloc failed) it divides, with the same result */
+    float *inv = reciprocal && bcols == 1 ? (float *)malloc((size_t)cols * sizeof(float)) : 0;
     for (int64_t i = 0; i < nrows; i++) {
         const float *restrict xr = x + i * cols;
         const int64_t t = i % TILE;  /* the row's place in the scratch tile */
@@ -185,10 +197,12 @@ static int64_t encode_rows(const float *restrict x, int64_t nrows, int64_t cols,
         uint8_t *restrict cr = transpose_out ? scratch_c + t * cols : codes + (row0 + i) * cols;
         if (amax)  /* the row's amax into its blocks' (it stays in cache for the cast below) */
             nonfinite += amax_row((const uint32_t *)xr, cols, bcols, amax + (i / brows) * scols);
+        if (inv && i % brows == 0)
+            for (int64_t j = 0; j < cols; j++) inv[j] = 1.0f / sr[j];
         if (p->unsigned_zero)
-            encode_row(xr, cols, sr, bcols, reciprocal, cr, vr, dequant, shift, magic, max_bits, normal_bits, 1u);
+            encode_row(xr, cols, sr, inv, bcols, reciprocal, cr, vr, dequant, shift, magic, max_bits, normal_bits, 1u);
         else
-            encode_row(xr, cols, sr, bcols, reciprocal, cr, vr, dequant, shift, magic, max_bits, normal_bits, 0u);
+            encode_row(xr, cols, sr, inv, bcols, reciprocal, cr, vr, dequant, shift, magic, max_bits, normal_bits, 0u);
         if (flush) {  /* the row's flush counts, from x and the codes just written (both still in cache) */
             const uint32_t *restrict xb = (const uint32_t *)xr;
             uint32_t nz_sum = 0u, fl_sum = 0u;
@@ -212,6 +226,7 @@ static int64_t encode_rows(const float *restrict x, int64_t nrows, int64_t cols,
             }
         }
     }
+    free(inv);
     return nonfinite;
 }
 
