@@ -206,6 +206,21 @@ def encode_params(fmt: Format) -> _EncParams | None:
                       int(fmt.special == "fnuz"), _SPECIAL[fmt.special])
 
 
+@functools.lru_cache(maxsize=64)
+def _fmt_args(fmt: Format) -> tuple[Any, float, float] | None:
+    """(a pointer to ``fmt``'s encode parameters, float(max), float32(1 / max)): what every cast call passes, made once."""
+    p = encode_params(fmt)
+    if p is None:
+        return None
+    return ctypes.pointer(p), float(fmt.max), float(np.float32(1.0 / float(fmt.max)))
+
+
+def _host(shape: tuple[int, ...], dtype: Any) -> tuple[np.ndarray, int]:
+    """A fresh numpy array and its address (a torch allocation seen as numpy: cheaper than ``ndarray.ctypes.data``)."""
+    t = torch.empty(shape, dtype=dtype)
+    return t.numpy(), t.data_ptr()
+
+
 def _ok(t: Any, dtype: Any) -> bool:
     return t.is_cpu and t.dtype == dtype and t.is_contiguous()
 
@@ -253,8 +268,8 @@ def scaled_encode_measured(x: Any, scales: Any, block: tuple[int, int], fmt: For
 
 def _scaled_encode(x: Any, scales: Any, block: tuple[int, int], fmt: Format, reciprocal: bool, values: bool,
                    dequantize: bool, transpose: bool, measure: bool, flush: bool) -> tuple:
-    lib, p = library(), encode_params(fmt)
-    if lib is None or p is None:
+    lib, fa = library(), _fmt_args(fmt)
+    if lib is None or fa is None:
         raise RuntimeError(f"the C kernels cannot encode {fmt.name}: {reason() or 'not an 8-bit signed format with subnormals'}")
     rows, cols = x.shape
     br, bc = block
@@ -265,13 +280,13 @@ def _scaled_encode(x: Any, scales: Any, block: tuple[int, int], fmt: Format, rec
     shape = (cols, rows) if transpose else (rows, cols)
     codes = torch.empty(shape, dtype=torch.uint8)
     vals = torch.empty(shape, dtype=torch.float32) if values else None
-    amax = np.empty((rows // br, cols // bc), dtype=np.float32) if measure else None
-    counts = np.empty(2, dtype=np.int64) if flush else None
+    amax, amax_at = _host((rows // br, cols // bc), torch.float32) if measure else (None, None)
+    counts, counts_at = _host((2,), torch.int64) if flush else (None, None)
+    ptr, fmt_max, _ = fa
     args = _CastArgs(x=x.data_ptr(), rows=rows, cols=cols, scales=scales.data_ptr(), brows=br, bcols=bc,
-                     reciprocal=int(reciprocal), fmt_max=float(fmt.max), p=ctypes.pointer(p),
-                     codes=codes.data_ptr(), values=vals.data_ptr() if values else None, dequant=int(dequantize),
-                     transpose_out=int(transpose), amax_out=amax.ctypes.data if measure else None,
-                     flush_out=counts.ctypes.data if flush else None)
+                     reciprocal=int(reciprocal), fmt_max=fmt_max, p=ptr, codes=codes.data_ptr(),
+                     values=vals.data_ptr() if values else None, dequant=int(dequantize), transpose_out=int(transpose),
+                     amax_out=amax_at, flush_out=counts_at)
     rc = lib.fp8lab_scaled_encode(ctypes.byref(args))
     if rc < 0:
         raise MemoryError(f"scaled_encode could not allocate its scratch rows of {cols} elements")
@@ -292,8 +307,8 @@ def block_amax(x: Any, block: tuple[int, int]) -> tuple[np.ndarray, bool]:
     if lib is None or not _ok(x, torch.float32) or rows % br or cols % bc:
         raise ValueError(f"block_amax takes a contiguous float32 CPU matrix of whole blocks, got {tuple(x.shape)} "
                          f"in blocks {block} ({reason() or 'kernels available'})")
-    out = np.empty((rows // br, cols // bc), dtype=np.float32)
-    bad = lib.fp8lab_block_amax(x.data_ptr(), rows, cols, br, bc, out.ctypes.data)
+    out, out_at = _host((rows // br, cols // bc), torch.float32)
+    bad = lib.fp8lab_block_amax(x.data_ptr(), rows, cols, br, bc, out_at)
     return out, bad == 0
 
 
@@ -365,8 +380,8 @@ def flush_count(x: Any, codes: Any, fmt: Format) -> tuple[int, int]:
         nz = x != 0
         zero = torch.from_numpy(code_values(fmt) == 0)[codes.long()]
         return int(nz.sum()), int((nz & zero).sum())
-    counts = np.zeros(2, dtype=np.int64)
-    lib.fp8lab_flush_count(x.data_ptr(), codes.data_ptr(), x.numel(), mask, counts.ctypes.data)
+    counts, counts_at = _host((2,), torch.int64)
+    lib.fp8lab_flush_count(x.data_ptr(), codes.data_ptr(), x.numel(), mask, counts_at)
     return int(counts[0]), int(counts[1])
 
 
@@ -384,8 +399,8 @@ def flush_count_values(x: Any, v: Any) -> tuple[int, int]:
     if lib is None or not (_ok(x, torch.float32) and _ok(v, torch.float32)) or x.shape != v.shape:
         raise ValueError(f"flush_count_values takes two contiguous float32 CPU tensors of one shape "
                          f"({reason() or 'kernels available'})")
-    counts = np.zeros(2, dtype=np.int64)
-    lib.fp8lab_flush_count_values(x.data_ptr(), v.data_ptr(), x.numel(), counts.ctypes.data)
+    counts, counts_at = _host((2,), torch.int64)
+    lib.fp8lab_flush_count_values(x.data_ptr(), v.data_ptr(), x.numel(), counts_at)
     return int(counts[0]), int(counts[1])
 
 
@@ -454,10 +469,10 @@ def band_encode(x: Any, block: tuple[int, int], fmt: Format, rule: str, *, margi
     ...     codes, _, amax, scales, sc, n_sat, _ = band_encode(torch.full((1, 32), 3.0), (1, 32), get_format("e4m3"), "mx_rceil")
     ...     assert scales.tolist() == [[2.0 ** -7]] and sc.tolist() == [[120]] and n_sat == 0
     """
-    lib, p = library(), encode_params(fmt)
+    lib, fa = library(), _fmt_args(fmt)
     rows, cols = x.shape
     br, bc = block
-    if lib is None or p is None or rule not in BAND_RULES or not _ok(x, torch.float32) or rows % br or cols % bc:
+    if lib is None or fa is None or rule not in BAND_RULES or not _ok(x, torch.float32) or rows % br or cols % bc:
         raise ValueError(f"band_encode takes a contiguous float32 CPU matrix of whole blocks, an 8-bit "
                          f"format and a rule of {sorted(BAND_RULES)}, got {tuple(x.shape)} in blocks {block}, {fmt.name}, "
                          f"{rule!r} ({reason() or 'kernels available'})")
@@ -465,16 +480,16 @@ def band_encode(x: Any, block: tuple[int, int], fmt: Format, rule: str, *, margi
     codes = torch.empty(shape, dtype=torch.uint8)
     vals = torch.empty(shape, dtype=torch.float32) if values else None
     nb = (rows // br, cols // bc)
-    amax = np.empty(nb, dtype=np.float32)
-    scales = np.empty(nb, dtype=np.float32)
-    scale_codes = np.empty(nb, dtype=np.uint8) if rule == "mx_rceil" else None
-    counts = np.empty(2, dtype=np.int64) if flush else None
+    amax, amax_at = _host(nb, torch.float32)
+    scales, scales_at = _host(nb, torch.float32)
+    scale_codes, codes_at = _host(nb, torch.uint8) if rule == "mx_rceil" else (None, None)
+    counts, counts_at = _host((2,), torch.int64) if flush else (None, None)
+    ptr, fmt_max, inv_max = fa
     args = _CastArgs(x=x.data_ptr(), rows=rows, cols=cols, brows=br, bcols=bc, rule=BAND_RULES[rule],
-                     inv_max=float(np.float32(1.0 / float(fmt.max))), margin_scale=2.0 ** margin, fmt_max=float(fmt.max),
-                     p=ctypes.pointer(p), codes=codes.data_ptr(), values=vals.data_ptr() if values else None,
-                     dequant=int(dequantize), transpose_out=int(transpose), amax_out=amax.ctypes.data,
-                     scale_out=scales.ctypes.data, scode_out=scale_codes.ctypes.data if scale_codes is not None else None,
-                     flush_out=counts.ctypes.data if flush else None)
+                     inv_max=inv_max, margin_scale=2.0 ** margin, fmt_max=fmt_max, p=ptr,
+                     codes=codes.data_ptr(), values=vals.data_ptr() if values else None, dequant=int(dequantize),
+                     transpose_out=int(transpose), amax_out=amax_at, scale_out=scales_at, scode_out=codes_at,
+                     flush_out=counts_at)
     n_sat = lib.fp8lab_band_encode(ctypes.byref(args))
     if n_sat == -2:
         raise MemoryError(f"band_encode could not allocate its scratch rows of {cols} elements")

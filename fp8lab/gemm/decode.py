@@ -32,7 +32,7 @@ def workspace(slot: str, numel: int, device=None):
     >>> workspace("doc", 4).shape, workspace("doc", 2).data_ptr() == workspace("doc", 4).data_ptr()
     (torch.Size([4]), True)
     """
-    if device is not None and torch.device(device).type != "cpu":
+    if device is not None and getattr(device, "type", None) != "cpu" and torch.device(device).type != "cpu":
         return torch.empty(numel, dtype=torch.int32, device=device)  # the CUDA caching allocator does this job
     buffers = _local.__dict__.setdefault("buffers", {})
     buf = buffers.get(slot)

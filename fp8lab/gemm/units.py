@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import math
 from typing import Any, Iterator
 
@@ -90,6 +91,16 @@ def bf16_exact(fmt: Format) -> bool:
     return math.log2(smallest) >= _BF16_MIN_NORMAL_EXP and math.log2(fmt.max) < _BF16_MAX_EXP + 1
 
 
+@functools.lru_cache(maxsize=128)
+def _value_range(fmt: Format) -> tuple[float, float] | None:
+    """(smallest nonzero, largest) magnitude of ``fmt``'s values if they are BF16 values, else None (once per format)."""
+    if not bf16_exact(fmt):
+        return None
+    lo = fmt.min_subnormal if isinstance(fmt, FloatFormat) and fmt.subnormals else \
+        (fmt.min_normal if isinstance(fmt, FloatFormat) else 1.0)
+    return lo, float(fmt.max)
+
+
 def operand_range(fmt: Format, scales: Any = None) -> tuple[float, float] | None:
     """(smallest nonzero, largest) magnitude of ``fmt``'s values times ``scales`` if every such product is a normal
     BF16 value, else None: the values themselves (no scales) for a :func:`bf16_exact` format, or with power-of-two
@@ -101,13 +112,10 @@ def operand_range(fmt: Format, scales: Any = None) -> tuple[float, float] | None
     >>> operand_range(get_format("e4m3"), torch.tensor([0.3])) is None  # not a power of two: 24 significant bits
     True
     """
-    if not bf16_exact(fmt):
-        return None
-    lo = fmt.min_subnormal if isinstance(fmt, FloatFormat) and fmt.subnormals else \
-        (fmt.min_normal if isinstance(fmt, FloatFormat) else 1.0)
-    hi = float(fmt.max)
-    if scales is None:
-        return lo, hi
+    values = _value_range(fmt)
+    if values is None or scales is None:
+        return values
+    lo, hi = values
     s = scales.detach().reshape(-1).float()
     if s.numel() == 0:
         return lo, hi
