@@ -421,7 +421,13 @@ def scale_epilogue(out: Any, sa: Any, sb: Any, bias: Any = None) -> Any:
             or (bias is not None and (not _ok(bias, torch.float32) or tuple(bias.shape) != (cols,)))):
         raise ValueError(f"scale_epilogue takes a contiguous float32 CPU matrix (M, N), float32 CPU scales (M, 1) "
                          f"and (1, N) and a contiguous float32 bias (N,) or None ({reason() or 'kernels available'})")
-    if out.numel():
+    return _scale_epilogue(lib, out, sa, sb, bias)
+
+
+def _scale_epilogue(lib: Any, out: Any, sa: Any, sb: Any, bias: Any) -> Any:
+    """:func:`scale_epilogue` for operands its caller guarantees (the exact GEMM's own result and scales)."""
+    rows, cols = out.shape
+    if rows and cols:
         lib.fp8lab_scale_epilogue(out.data_ptr(), rows, cols, sa.data_ptr(), sa.stride(0) if rows > 1 else 0,
                                   sb.data_ptr(), sb.stride(1) if cols > 1 else 0,
                                   None if bias is None else bias.data_ptr())

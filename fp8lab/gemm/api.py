@@ -28,6 +28,8 @@ __all__ = ["scaled_matmul", "BACKENDS"]
 #: The two ways to compute a scaled matmul.
 BACKENDS = ("emulated", "native")
 
+_EXACT = Accumulator()  #: the default accumulator (frozen: one instance serves every call)
+
 
 def _to_numpy(t, dtype: str) -> np.ndarray:
     t = t.detach().cpu()
@@ -96,11 +98,11 @@ def scaled_matmul(qa: QTensor, qb: QTensor, out_dtype: Any = "float32", *,
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    acc = Accumulator() if accumulator is None else accumulator
+    acc = _EXACT if accumulator is None else accumulator
     if not isinstance(acc, Accumulator):
         raise TypeError(f"accumulator must be an fp8lab Accumulator, got {type(acc).__name__}")
-    dtype = parse_out_dtype(out_dtype)
-    if not (isinstance(consume, tuple) and len(consume) == 2 and all(isinstance(c, bool) for c in consume)):
+    dtype = "float32" if out_dtype == "float32" else parse_out_dtype(out_dtype)
+    if not (type(consume) is tuple and len(consume) == 2 and type(consume[0]) is bool and type(consume[1]) is bool):
         raise TypeError(f"consume is a pair of bools (for qa, qb), got {consume!r}")
     p = prepare(qa, qb)
     b = None if bias is None else _check_bias(bias, p)

@@ -99,7 +99,7 @@ def _check_operand(q: Any, name: str, dims: str) -> tuple[int, int]:
         raise ValueError(f"{name} has a zero point (asymmetric quantization); scaled_matmul supports symmetric "
                          "scales only: x = decode(codes) * scales")
     block = q.block
-    want = tuple(-(-n // b) if n else 0 for n, b in zip(shape, block))  # ceil(n / b), in integers
+    want = (-(-shape[0] // block[0]) if shape[0] else 0, -(-shape[1] // block[1]) if shape[1] else 0)  # ceil(n / b)
     got = tuple(q.scales.shape)
     if got != want:
         raise ValueError(f"{name}'s scales have shape {got}, but {shape} in blocks {block} needs {want} "
@@ -160,10 +160,11 @@ def _scales_on(s: Any, dev: Any):
 
 def _gather(s, rows: int, row_block: int, own_k_block: int, g: int, n_kb: int):
     """Scales (rows/row_block, K/own_k_block) as one per row and one per K-chunk of ``g`` elements (maybe a broadcast view)."""
-    if max(row_block, 1) == 1 and max(own_k_block, 1) == g and tuple(s.shape) == (rows, n_kb):
-        return s.contiguous()  # already one per row and per K-chunk
-    if tuple(s.shape) == (1, 1):
+    shape = s.shape
+    if shape == (1, 1):
         return s.expand(rows, n_kb)  # one scale for everything (per tensor): a view, no copy
+    if max(row_block, 1) == 1 and max(own_k_block, 1) == g and shape == (rows, n_kb):
+        return s.contiguous()  # already one per row and per K-chunk
     ri = torch.arange(rows, device=s.device) // max(row_block, 1)
     ci = (torch.arange(n_kb, device=s.device) * g) // max(own_k_block, 1)
     return s.index_select(0, ri).index_select(1, ci).contiguous()

@@ -43,7 +43,7 @@ import torch.nn.functional as F
 from ..codec import decode, encode, quantize
 from ..gemm import scaled_matmul
 from ..qtensor import QTensor
-from ..scaling import flushed_fraction, quantize_tensor, tensor_amax
+from ..scaling import AmaxHistory, flushed_fraction, quantize_tensor, tensor_amax
 from .recipe import ROLES, LinearRecipe, TensorQuant
 
 __all__ = ["Fp8Linear", "LayerState", "weight_cache"]
@@ -143,6 +143,8 @@ class LayerState:
 
 def _copy_history(h: Any) -> Any:
     """A copy of an amax history that shares nothing mutable with it (its deque copied, not deep-copied element by element)."""
+    if type(h) is AmaxHistory:
+        return h.copy()
     amaxes = getattr(h, "_amax", None)
     if not isinstance(amaxes, deque):
         return copy.deepcopy(h)

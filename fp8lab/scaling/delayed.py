@@ -101,6 +101,18 @@ class AmaxHistory:
         self._pushed = n + 1
         self.steps += 1
 
+    def copy(self) -> "AmaxHistory":
+        """An independent copy (its deques copied; their floats and tuples are immutable), for a snapshot.
+
+        >>> h = AmaxHistory(3); h.push(2.0); c = h.copy(); c.push(9.0); h.amaxes, c.amaxes, c.window_max()
+        ((2.0,), (2.0, 9.0), 9.0)
+        """
+        c = object.__new__(type(self))
+        c.__dict__.update(self.__dict__)
+        c._amax = self._amax.copy()
+        c._peaks = self._peaks.copy()
+        return c
+
     def window_max(self) -> float | None:
         """The largest recorded amax (NaN while a NaN is recorded; None for an empty history), without a pass over it.
 

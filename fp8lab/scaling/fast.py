@@ -201,16 +201,18 @@ def _delayed_one_pass(base: Any, fmt: Format, recipe: DelayedScaling, state: Any
     if ss.zero_point is not None or ss.saturated is not None:
         return None
     scales = np.array(ss.scales, dtype=np.float32).reshape(pl.nb)
-    if not (np.isfinite(scales).all() and (scales > 0).all()):
+    lo, hi = np.minimum.reduce(scales, axis=None), np.maximum.reduce(scales, axis=None)
+    if not (lo > 0 and hi < np.inf):  # every scale finite and positive (NaN fails both)
         return None
-    s_base = torch.from_numpy(np.ascontiguousarray(scales.T)) if flip else torch.from_numpy(scales)
+    s_x = torch.from_numpy(scales)
+    s_base = torch.from_numpy(np.ascontiguousarray(scales.T)) if flip else s_x
     pow2 = getattr(ss.scale_format, "name", ss.scale_format) in ("e8m0", "float8_e8m0fnu")
     codes, vals, amax_b, finite, counts = ckernels.scaled_encode_measured(
         base, s_base, pl.bblock, fmt, reciprocal=pow2, values=want_values, dequantize=dequantize,
         transpose=flip and contiguous, flush=count_flushed)
     if not finite:
         return None
-    amax = (amax_b.T if flip else amax_b).astype(np.float64) + 0.0
+    amax = (amax_b.T if flip else amax_b).astype(np.float64)
     saturated = saturating_blocks(amax, scales, fmt.max, checked=True)
     n_sat = int(saturated.sum())
     if flip and not contiguous:
@@ -218,7 +220,7 @@ def _delayed_one_pass(base: Any, fmt: Format, recipe: DelayedScaling, state: Any
         vals = vals.t() if vals is not None else None
     flush = {} if counts is None else {"nonzero": counts[0], "flushed": counts[1]}
     info = QuantInfo.of(float(np.maximum.reduce(amax, axis=None)), 0, n_sat, **ss.info, **flush)
-    q = QTensor._trusted(codes, torch.from_numpy(scales), fmt, scaling=recipe, block=pl.block,
+    q = QTensor._trusted(codes, s_x, fmt, scaling=recipe, block=pl.block,
                          scale_format=ss.scale_format, tensor_scale=ss.tensor_scale, info=info)
     st.scale = float(scales.reshape(-1)[0])
     st.push(q.info.amax)
