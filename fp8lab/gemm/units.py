@@ -5,8 +5,9 @@ it is a BF16 value, and so is every decoded operand of an exact scaled GEMM with
 scales go to the epilogue). A BF16 x BF16 product is exact in FP32, and oneDNN's BF16 matmul
 (AMX or AVX-512-BF16) accumulates in FP32: the result is an FP32-accumulated sum of the exact
 products, what ``Accumulator()`` models ("exact FP32 accumulation, in any order"), in another
-summation order than MKL's FP32 GEMM, and two to three times faster on this machine (see
-``bench/results/train.json``). Dequantized operands of a K-blocked GEMM are BF16 values too where
+summation order than MKL's FP32 GEMM, and faster where the CPU has BF16 matrix units (the step times
+in ``bench/results/train.json`` were measured with them; ``bench/train_step_time.py --fp32-gemms``
+measures without). Dequantized operands of a K-blocked GEMM are BF16 values too where
 every scale is a power of two (MX's E8M0 scales) and the products stay in range
 (:func:`operand_range` checks); with float32 scales (1x128 tiles) they keep the FP32 GEMM.
 
@@ -41,7 +42,7 @@ from ..registry import get_format  # noqa: F401 - the examples use it
 __all__ = ["bf16_units", "bf16_units_enabled", "bf16_exact", "operand_range", "matmul", "MIN_WORK"]
 
 #: Below this many multiply-adds (m * k * n) the FP32 GEMM is faster than the BF16 units' call overhead
-#: (measured on this machine: 16 x 512 x 128 breaks even, 128^3 is faster in BF16).
+#: (on the machine of the step-time record, with AMX: 16 x 512 x 128 broke even, 128^3 was faster in BF16).
 MIN_WORK = 1 << 21
 
 _enabled: contextvars.ContextVar[bool] = contextvars.ContextVar("fp8lab_bf16_units", default=False)

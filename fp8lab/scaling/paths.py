@@ -258,7 +258,8 @@ SCALING_PATHS: tuple[ScalingPath, ...] = (
                 "(per-tensor, row, column, block scales, float or power-of-two; MX rceil; ckernels.band_encode)",
                 _fused_band),
     ScalingPath("ckernel", "two C passes: the blocks' amax (with a finite check), then x / scale cast "
-                "(ckernels.block_amax, scaled_encode)", _ckernel),
+                "(ckernels.block_amax, scaled_encode); delayed scaling, whose scale comes from its history, "
+                "in one walk that measures the amax as it casts (scaled_encode_measured)", _ckernel),
     ScalingPath("torch", "a handful of torch operations: blocked amax, one division, a clamp where a block "
                 "saturates, torch's cast (scaling/fast.py)", _torch),
     ScalingPath("general", "block_stats -> compute_scales -> finalize: padding, inf and NaN, float64, zero points, "
