@@ -37,6 +37,7 @@ import math
 from collections import deque
 from typing import Any, Iterator
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -281,7 +282,10 @@ def _pack_input(layer: "Fp8Linear", x2: torch.Tensor, qx: Any, bad_x: bool) -> t
     if tq.scaling is None:
         return ("plain", meta), (q.codes,), extra
     if q.scale_format.bits < 32:
-        return ("coded", meta), (q.codes, encode(q.scales, q.scale_format)), extra
+        sc = q.info.scale_codes  # the scales' own codes where the cast reported them (MX): no second encode
+        coded = torch.from_numpy(np.ascontiguousarray(sc)) if isinstance(sc, np.ndarray) and sc.shape == tuple(
+            q.scales.shape) and q.scales.is_cpu else encode(q.scales, q.scale_format)
+        return ("coded", meta), (q.codes, coded), extra
     return ("scales", meta), (q.codes, q.scales), extra
 
 
