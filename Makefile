@@ -60,6 +60,7 @@ bench: $(STAMP)
 	$(PY) bench/codec.py
 	$(PY) bench/scaling.py
 	$(PY) bench/gemm.py
+	$(PY) bench/gemm_units.py
 
 # both editions are made from the same executed chapters (build/executed, a content-keyed cache): after
 # `make book`, `make book LANG=zh` executes nothing again and writes build/book/zh/

@@ -41,9 +41,9 @@ from ..registry import get_format  # noqa: F401 - the examples use it
 
 __all__ = ["bf16_units", "bf16_units_enabled", "bf16_exact", "operand_range", "matmul", "MIN_WORK"]
 
-#: Below this many multiply-adds (m * k * n) the FP32 GEMM is faster than the BF16 units' call overhead
-#: (on the machine of the step-time record, with AMX: 16 x 512 x 128 broke even, 128^3 was faster in BF16).
-MIN_WORK = 1 << 21
+#: Below this many multiply-adds (m * k * n) the FP32 GEMM is faster than the BF16 units' call overhead;
+#: ``python bench/gemm_units.py`` times both, shape by shape, and says whether this threshold picks the faster.
+MIN_WORK = 1 << 22
 
 _enabled: contextvars.ContextVar[bool] = contextvars.ContextVar("fp8lab_bf16_units", default=False)
 _BF16_MIN_NORMAL_EXP = -126  #: BF16's smallest normal is 2^-126 (its matmul flushes subnormal inputs)
