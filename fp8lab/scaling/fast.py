@@ -145,16 +145,10 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
     if not kernel and not np.isfinite(amax32).all():
         return None
     amax = amax32.astype(np.float64)
-    nb = pl.nb
-    if delayed:
-        st = recipe._resolve(state)
-        ss = recipe.compute_scales(np.zeros(nb), fmt, st)
-    else:
-        ss = recipe.compute_scales(amax, fmt)
-    if ss.zero_point is not None or ss.saturated is not None:
-        return None
-    scales = np.array(ss.scales, dtype=np.float32).reshape(nb)
-    if not (np.isfinite(scales).all() and (scales > 0).all()):
+    st = recipe._resolve(state) if delayed else None
+    ss = recipe.compute_scales(np.zeros(pl.nb), fmt, st) if delayed else recipe.compute_scales(amax, fmt)
+    scales = _checked_scales(ss, pl.nb)
+    if scales is None:
         return None
     saturated = saturating_blocks(amax, scales, fmt.max, checked=True)  # scales checked finite and positive above
     s_x = torch.from_numpy(scales)
@@ -163,9 +157,7 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
     n_sat = int(saturated.sum())
     if kernel:  # one C pass: x / scale, saturating cast; as torch's division, clamp_ (where a block saturates) and cast
         s_base = torch.from_numpy(np.ascontiguousarray(scales.T)) if flip else s_x
-        # scales stored as E8M0 are powers of two: then x * (1 / scale) is x / scale exactly
-        pow2 = getattr(ss.scale_format, "name", ss.scale_format) in ("e8m0", "float8_e8m0fnu")
-        got = ckernels.scaled_encode(base, s_base, pl.bblock, fmt, reciprocal=pow2, values=want_values,
+        got = ckernels.scaled_encode(base, s_base, pl.bblock, fmt, reciprocal=_pow2(ss), values=want_values,
                                      dequantize=dequantize, transpose=flip and contiguous)  # saturating: no clamp
         codes, vals = got if want_values else (got, None)
         flip = flip and not contiguous  # written in the tensor's own layout
@@ -175,14 +167,37 @@ def _quantize_fast(x: Any, fmt: Format, recipe: Recipe, state: Any, want_values:
         if n_sat:
             t.clamp_(-fmt.max, fmt.max)
         codes = t.view(base.shape).to(cast_dtype(fmt, device_type)).view(torch.uint8)
-    if flip:
+    return _finish(codes, vals, flip, s_x, amax, n_sat, ss, fmt, recipe, pl, st, None)
+
+
+def _checked_scales(ss: Any, nb: tuple[int, ...]) -> np.ndarray | None:
+    """The ScaleSet's scales as float32 (``nb``), or None where only the general path can (a zero point, a report of
+    saturation, a scale that is not finite and positive)."""
+    if ss.zero_point is not None or ss.saturated is not None:
+        return None
+    scales = np.array(ss.scales, dtype=np.float32).reshape(nb)
+    lo, hi = np.minimum.reduce(scales, axis=None), np.maximum.reduce(scales, axis=None)
+    return scales if lo > 0 and hi < np.inf else None  # NaN fails both
+
+
+def _pow2(ss: Any) -> bool:
+    """Whether the scales are stored as E8M0, so powers of two: then x * (1 / scale) is x / scale exactly."""
+    return getattr(ss.scale_format, "name", ss.scale_format) in ("e8m0", "float8_e8m0fnu")
+
+
+def _finish(codes: Any, vals: Any, turned: bool, s_x: Any, amax: np.ndarray, n_sat: int, ss: Any, fmt: Format,
+            recipe: Recipe, pl: _Plan, st: Any, counts: tuple[int, int] | None) -> tuple[QTensor, Any]:
+    """The QTensor of a fast cast (codes and values seen transposed where they were written in the base's layout),
+    its report as ``finalize`` writes it, and a delayed-scaling history ``st`` advanced (once, on success)."""
+    if turned:
         codes = codes.t()
         vals = vals.t() if vals is not None else None
-    info = QuantInfo.of(float(np.maximum.reduce(amax, axis=None)), 0, n_sat, **ss.info)
+    flush = {} if counts is None else {"nonzero": counts[0], "flushed": counts[1]}
+    info = QuantInfo.of(float(np.maximum.reduce(amax, axis=None)), 0, n_sat, **ss.info, **flush)
     q = QTensor._trusted(codes, s_x, fmt, scaling=recipe, block=pl.block, scale_format=ss.scale_format,
-                         tensor_scale=ss.tensor_scale, info=info)  # shapes and types checked above
-    if delayed:
-        st.scale = float(scales.reshape(-1)[0])
+                         tensor_scale=ss.tensor_scale, info=info)  # shapes and types checked by the caller
+    if st is not None:
+        st.scale = float(s_x.reshape(-1)[0])
         st.push(q.info.amax)
     return q, vals
 
@@ -198,33 +213,19 @@ def _delayed_one_pass(base: Any, fmt: Format, recipe: DelayedScaling, state: Any
     """
     st = recipe._resolve(state)
     ss = recipe.compute_scales(np.zeros(pl.nb), fmt, st)
-    if ss.zero_point is not None or ss.saturated is not None:
-        return None
-    scales = np.array(ss.scales, dtype=np.float32).reshape(pl.nb)
-    lo, hi = np.minimum.reduce(scales, axis=None), np.maximum.reduce(scales, axis=None)
-    if not (lo > 0 and hi < np.inf):  # every scale finite and positive (NaN fails both)
+    scales = _checked_scales(ss, pl.nb)
+    if scales is None:
         return None
     s_x = torch.from_numpy(scales)
     s_base = torch.from_numpy(np.ascontiguousarray(scales.T)) if flip else s_x
-    pow2 = getattr(ss.scale_format, "name", ss.scale_format) in ("e8m0", "float8_e8m0fnu")
     codes, vals, amax_b, finite, counts = ckernels.scaled_encode_measured(
-        base, s_base, pl.bblock, fmt, reciprocal=pow2, values=want_values, dequantize=dequantize,
+        base, s_base, pl.bblock, fmt, reciprocal=_pow2(ss), values=want_values, dequantize=dequantize,
         transpose=flip and contiguous, flush=count_flushed)
     if not finite:
         return None
     amax = (amax_b.T if flip else amax_b).astype(np.float64)
-    saturated = saturating_blocks(amax, scales, fmt.max, checked=True)
-    n_sat = int(saturated.sum())
-    if flip and not contiguous:
-        codes = codes.t()
-        vals = vals.t() if vals is not None else None
-    flush = {} if counts is None else {"nonzero": counts[0], "flushed": counts[1]}
-    info = QuantInfo.of(float(np.maximum.reduce(amax, axis=None)), 0, n_sat, **ss.info, **flush)
-    q = QTensor._trusted(codes, s_x, fmt, scaling=recipe, block=pl.block,
-                         scale_format=ss.scale_format, tensor_scale=ss.tensor_scale, info=info)
-    st.scale = float(scales.reshape(-1)[0])
-    st.push(q.info.amax)
-    return q, vals
+    n_sat = int(saturating_blocks(amax, scales, fmt.max, checked=True).sum())
+    return _finish(codes, vals, flip and not contiguous, s_x, amax, n_sat, ss, fmt, recipe, pl, st, counts)
 
 
 def _band(base: Any, fmt: Format, recipe: Recipe, rule: str, plan: _Plan, flip: bool, want_values: bool,
