@@ -436,6 +436,8 @@ def _bool_calls():
         mm, ones = torch.randn(2, 32), torch.ones(1, 1)
         for flag in ("reciprocal", "values", "dequantize", "transpose"):
             calls[("scaled_encode", flag)] = lambda b, flag=flag: str(ckernels.scaled_encode(mm, ones, (2, 32), e4m3, **{flag: b}))
+        sa, sb = torch.ones(2, 1), torch.full((1, 32), 0.5)
+        calls[("scale_epilogue", "check")] = lambda b: str(ckernels.scale_epilogue(mm.clone(), sa, sb, check=b))
         for flag in ("reciprocal", "values", "dequantize", "transpose", "flush"):
             calls[("scaled_encode_measured", flag)] = \
                 lambda b, flag=flag: str(ckernels.scaled_encode_measured(mm, ones, (2, 32), e4m3, **{flag: b}))
@@ -448,7 +450,8 @@ def test_every_bool_parameter_takes_numpy_bools_as_bools():
     calls = _bool_calls()
     covered = {k[:2] for k in calls}
     plots = {("plot_scale_map", "colorbar")}  # a plotting switch: matplotlib, not a check
-    kernels = {(f, p) for f, p in _bool_parameters() if f in ("scaled_encode", "scaled_encode_measured", "band_encode")}
+    kernels = {(f, p) for f, p in _bool_parameters()
+               if f in ("scaled_encode", "scaled_encode_measured", "band_encode", "scale_epilogue")}
     missing = _bool_parameters() - covered - plots - (kernels if not ckernels.available() else set())
     assert not missing, f"bool parameters this sweep does not call: {sorted(missing)}"
     for key, call in calls.items():

@@ -404,10 +404,11 @@ def flush_count_values(x: Any, v: Any) -> tuple[int, int]:
     return int(counts[0]), int(counts[1])
 
 
-def scale_epilogue(out: Any, sa: Any, sb: Any, bias: Any = None) -> Any:
+def scale_epilogue(out: Any, sa: Any, sb: Any, bias: Any = None, *, check: bool = True) -> Any:
     """``out.mul_(sa).mul_(sb)`` (then ``.add_(bias)``) in one pass, the same float32 operations per element, for a
     contiguous float32 CPU matrix ``out`` (M, N), float32 CPU scales ``sa`` (M, 1) and ``sb`` (1, N) (broadcast views
-    allowed) and an optional contiguous float32 ``bias`` (N,); returns ``out``.
+    allowed) and an optional contiguous float32 ``bias`` (N,); returns ``out``. ``check=False`` skips checking
+    them, for a caller that built them so (the exact GEMM, for its own result and scales).
 
     >>> import torch
     >>> if available():
@@ -416,17 +417,12 @@ def scale_epilogue(out: Any, sa: Any, sb: Any, bias: Any = None) -> Any:
     """
     lib = library()
     rows, cols = out.shape
-    if (lib is None or not _ok(out, torch.float32) or tuple(sa.shape) != (rows, 1) or tuple(sb.shape) != (1, cols)
-            or sa.dtype != torch.float32 or sb.dtype != torch.float32 or not (sa.is_cpu and sb.is_cpu)
-            or (bias is not None and (not _ok(bias, torch.float32) or tuple(bias.shape) != (cols,)))):
+    if check and (lib is None or not _ok(out, torch.float32) or tuple(sa.shape) != (rows, 1)
+                  or tuple(sb.shape) != (1, cols) or sa.dtype != torch.float32 or sb.dtype != torch.float32
+                  or not (sa.is_cpu and sb.is_cpu)
+                  or (bias is not None and (not _ok(bias, torch.float32) or tuple(bias.shape) != (cols,)))):
         raise ValueError(f"scale_epilogue takes a contiguous float32 CPU matrix (M, N), float32 CPU scales (M, 1) "
                          f"and (1, N) and a contiguous float32 bias (N,) or None ({reason() or 'kernels available'})")
-    return _scale_epilogue(lib, out, sa, sb, bias)
-
-
-def _scale_epilogue(lib: Any, out: Any, sa: Any, sb: Any, bias: Any) -> Any:
-    """:func:`scale_epilogue` for operands its caller guarantees (the exact GEMM's own result and scales)."""
-    rows, cols = out.shape
     if rows and cols:
         lib.fp8lab_scale_epilogue(out.data_ptr(), rows, cols, sa.data_ptr(), sa.stride(0) if rows > 1 else 0,
                                   sb.data_ptr(), sb.stride(1) if cols > 1 else 0,

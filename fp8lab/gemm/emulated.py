@@ -68,11 +68,10 @@ def _epilogue(out, p: Problem, bias=None):
     On the CPU the C kernels do it in one pass over ``out`` (the same bits: the codec's path switches
     turn them off, as for decoding), elsewhere torch's in-place operations.
     """
-    lib = ckernels.library()
-    if lib is not None and out.is_cpu and out.is_contiguous() and "ckernel" not in path_policy()[1] and \
+    if out.is_cpu and out.is_contiguous() and "ckernel" not in path_policy()[1] and ckernels.available() and \
             (bias is None or (bias.is_cpu and bias.is_contiguous() and bias.dtype == torch.float32)):
         # out is this GEMM's float32 result; sa (M, 1) and sb (1, N) float32 on its device (checks.prepare)
-        return ckernels._scale_epilogue(lib, out, p.sa, p.sb, bias)
+        return ckernels.scale_epilogue(out, p.sa, p.sb, bias, check=False)
     out.mul_(p.sa)
     out.mul_(p.sb)
     return out if bias is None else out.add_(bias)

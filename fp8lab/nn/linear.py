@@ -34,7 +34,6 @@ import contextlib
 import copy
 import functools
 import math
-from collections import deque
 from typing import Any, Iterator
 
 import numpy as np
@@ -143,17 +142,10 @@ class LayerState:
 
 
 def _copy_history(h: Any) -> Any:
-    """A copy of an amax history that shares nothing mutable with it (its deque copied, not deep-copied element by element)."""
-    if type(h) is AmaxHistory:
+    """A copy of an amax history that shares nothing mutable with it (AmaxHistory.copy: its deques copied, not deep-copied)."""
+    if isinstance(h, AmaxHistory):
         return h.copy()
-    amaxes = getattr(h, "_amax", None)
-    if not isinstance(amaxes, deque):
-        return copy.deepcopy(h)
-    c = copy.copy(h)
-    c._amax = amaxes.copy()  # floats (and tuples of them) are immutable: a shallow copy of a deque is a full copy
-    if isinstance(getattr(h, "_peaks", None), deque):
-        c._peaks = h._peaks.copy()
-    return c
+    return copy.deepcopy(h)  # a state of another kind: copied whole
 
 
 def _fingerprint(x: torch.Tensor) -> tuple:

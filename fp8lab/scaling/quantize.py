@@ -189,8 +189,12 @@ def quantize_tensor(x: Any, fmt: "str | Format | None" = None, recipe: "Recipe |
                 q, v = got
                 q = _counted(q, x) if count else q
                 return q if v is None else q.hold_values(v, dequantized=deq)
-    if count:
-        return _counted(quantize_tensor(x, fmt, recipe, state=state), x)
+    q = _quantize_general(x, fmt, recipe, state)
+    return _counted(q, x) if count else q
+
+
+def _quantize_general(x: Any, fmt: Format, recipe: Recipe, state: Any) -> QTensor:
+    """The general path of :func:`quantize_tensor` (the recipe's own quantize), for any input the fast paths left."""
     xf = _as_float(x)
     kw = {"state": state} if recipe.stateful else {}
     if xf.ndim > 0:
