@@ -5,8 +5,9 @@ it is a BF16 value, and so is every decoded operand of an exact scaled GEMM with
 scales go to the epilogue). A BF16 x BF16 product is exact in FP32, and oneDNN's BF16 matmul
 (AMX or AVX-512-BF16) accumulates in FP32: the result is an FP32-accumulated sum of the exact
 products, what ``Accumulator()`` models ("exact FP32 accumulation, in any order"), in another
-summation order than MKL's FP32 GEMM, and faster where the CPU has BF16 matrix units (the step times
-in ``bench/results/train.json`` were measured with them; ``bench/train_step_time.py --fp32-gemms``
+summation order than MKL's FP32 GEMM, and faster where the CPU has BF16 matrix units and the product
+is large enough (``bench/gemm_units.py`` times both, shape by shape; the step times in
+``bench/results/train.json`` were measured with them, ``bench/train_step_time.py --fp32-gemms``
 measures without). Dequantized operands of a K-blocked GEMM are BF16 values too where
 every scale is a power of two (MX's E8M0 scales) and the products stay in range
 (:func:`operand_range` checks); with float32 scales (1x128 tiles) they keep the FP32 GEMM.
